@@ -1,0 +1,197 @@
+//! Capture: judge a model response body and store it with its transcript
+//! receipt. The judgement is a pure function of the bytes, the format and the
+//! declared length, so classify and verify can re-run it on the stored body.
+
+use crate::diff;
+use crate::digest::sha256_hex;
+use crate::exit::{Error, Result};
+use crate::ledger::{self, Ledger, RETRY_HINT, RunId};
+use crate::provider::{self, BodyFormat};
+use crate::record::{Reason, SCHEMA, StoredFile, TranscriptReceipt};
+
+pub const LENGTH_MISMATCH: &str = "length_mismatch";
+
+/// The outcome of judging one body.
+#[derive(Debug)]
+pub struct Judgement {
+    /// The patch text taken from the body.
+    pub patch: Vec<u8>,
+    /// Empty when the body is a complete patch.
+    pub reasons: Vec<Reason>,
+}
+
+/// Judges `body` as a response in `format` whose server declared
+/// `declared_bytes`.
+pub fn judge(format: BodyFormat, body: &[u8], declared_bytes: Option<u64>) -> Judgement {
+    let mut reasons = Vec::new();
+    if let Some(declared) = declared_bytes
+        && declared != body.len() as u64
+    {
+        reasons.push(Reason::new(
+            LENGTH_MISMATCH,
+            format!(
+                "the server declared {declared} bytes but {} were received",
+                body.len()
+            ),
+        ));
+    }
+    let extracted = provider::extract(format, body);
+    let provider_failed = !extracted.reasons.is_empty();
+    reasons.extend(extracted.reasons);
+    // A response that failed and carried no text needs no second reason.
+    if !(provider_failed && extracted.patch.is_empty())
+        && let Err(reason) = diff::validate(&extracted.patch)
+    {
+        reasons.push(reason);
+    }
+    Judgement {
+        patch: extracted.patch,
+        reasons,
+    }
+}
+
+/// What to capture.
+pub struct CaptureInput<'a> {
+    pub run: &'a RunId,
+    pub format: BodyFormat,
+    pub body: &'a [u8],
+    pub declared_bytes: Option<u64>,
+    pub request_id: Option<String>,
+    /// The agent's tool-call trace bytes, stored beside the transcript.
+    pub trace: Option<&'a [u8]>,
+    pub captured_at: String,
+}
+
+/// Judges and stores a body. Nothing is written when any target exists.
+pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptReceipt> {
+    let run = input.run;
+    let receipt_path = ledger.transcript(run);
+    let dir = ledger.transcripts_dir();
+    let patch_name = format!("{run}.patch");
+    let response_name = format!("{run}.response");
+    let trace_name = format!("{run}.trace.jsonl");
+    for name in [
+        &format!("{run}.json"),
+        &patch_name,
+        &response_name,
+        &trace_name,
+    ] {
+        let p = dir.join(name);
+        if p.symlink_metadata().is_ok() {
+            return Err(Error::Exists {
+                path: p,
+                hint: RETRY_HINT.into(),
+            });
+        }
+    }
+    let judgement = judge(input.format, input.body, input.declared_bytes);
+    let stored = |name: &str, bytes: &[u8]| StoredFile {
+        file: name.to_string(),
+        sha256: sha256_hex(bytes),
+        bytes: bytes.len() as u64,
+    };
+    let body = stored(&patch_name, &judgement.patch);
+    let response = (input.format != BodyFormat::Raw).then(|| stored(&response_name, input.body));
+    let trace = input.trace.map(|t| stored(&trace_name, t));
+    let complete = judgement.reasons.is_empty();
+    let receipt = TranscriptReceipt {
+        schema: SCHEMA,
+        record: "transcript".into(),
+        run_id: run.to_string(),
+        format: input.format.as_str().into(),
+        body,
+        response,
+        declared_bytes: input.declared_bytes,
+        request_id: input.request_id,
+        complete,
+        verdict: if complete { "captured" } else { "incomplete" }.into(),
+        reasons: judgement.reasons,
+        trace,
+        captured_at: input.captured_at,
+    };
+    // The receipt goes last: a receipt on disk always has its files beside it.
+    ledger::write_new(&dir.join(&patch_name), &judgement.patch)?;
+    if receipt.response.is_some() {
+        ledger::write_new(&dir.join(&response_name), input.body)?;
+    }
+    if let Some(t) = input.trace {
+        ledger::write_new(&dir.join(&trace_name), t)?;
+    }
+    ledger::write_record(&receipt_path, &receipt)?;
+    Ok(receipt)
+}
+
+/// Reads a file stored beside a record and checks its digest and length.
+pub fn read_stored(record_path: &std::path::Path, stored: &StoredFile) -> Result<Vec<u8>> {
+    if stored.file.contains('/') || stored.file.starts_with('.') {
+        return Err(Error::data(
+            record_path,
+            format!(
+                "stored file name `{}` is not a plain file name",
+                stored.file
+            ),
+        ));
+    }
+    let dir = record_path.parent().unwrap_or(std::path::Path::new("."));
+    let path = dir.join(&stored.file);
+    let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
+    let actual = sha256_hex(&bytes);
+    if actual != stored.sha256 || bytes.len() as u64 != stored.bytes {
+        return Err(Error::data(
+            &path,
+            format!(
+                "has sha256 {actual} and {} bytes but `{}` records sha256 {} and {} bytes",
+                bytes.len(),
+                record_path.display(),
+                stored.sha256,
+                stored.bytes
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Re-reads a receipt's stored files and re-judges them: a receipt whose
+/// judgement does not follow from its bytes is refused.
+pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Result<Vec<u8>> {
+    let patch = read_stored(path, &receipt.body)?;
+    let format =
+        <BodyFormat as clap::ValueEnum>::from_str(&receipt.format, false).map_err(|_| {
+            Error::data(
+                path,
+                format!("field `format` has unknown value `{}`", receipt.format),
+            )
+        })?;
+    let response = match (&receipt.response, format) {
+        (None, BodyFormat::Raw) => patch.clone(),
+        (Some(r), f) if f != BodyFormat::Raw => read_stored(path, r)?,
+        _ => {
+            return Err(Error::data(
+                path,
+                "field `response` does not fit field `format`",
+            ));
+        }
+    };
+    let judgement = judge(format, &response, receipt.declared_bytes);
+    if judgement.patch != patch {
+        return Err(Error::data(
+            path,
+            "the stored patch is not the patch text of the stored response",
+        ));
+    }
+    let expected_verdict = if receipt.complete {
+        "captured"
+    } else {
+        "incomplete"
+    };
+    if judgement.reasons != receipt.reasons
+        || receipt.complete != receipt.reasons.is_empty()
+        || receipt.verdict != expected_verdict
+    {
+        return Err(Error::data(
+            path,
+            "fields `complete`, `verdict` and `reasons` do not follow from the stored body",
+        ));
+    }
+    Ok(patch)
+}

@@ -1,0 +1,215 @@
+//! The ledger directory: where each record of a run lives, the one place that
+//! writes records (atomic, never overwriting) and the one place that reads and
+//! checks them (schema, kind, run id).
+
+use crate::digest::sha256_hex;
+use crate::exit::{Error, Result};
+use crate::record::{Record, SCHEMA};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Hint appended when a run id is reused.
+pub const RETRY_HINT: &str = "a retry is a new run id";
+
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    root: PathBuf,
+}
+
+impl Ledger {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Ledger { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.root.join("transcripts")
+    }
+    pub fn transcript(&self, run: &RunId) -> PathBuf {
+        self.transcripts_dir().join(format!("{run}.json"))
+    }
+    pub fn lock(&self, run: &RunId) -> PathBuf {
+        self.root.join("fixtures").join(format!("{run}.lock.json"))
+    }
+    pub fn properties(&self, run: &RunId) -> PathBuf {
+        self.root.join("properties").join(format!("{run}.json"))
+    }
+    pub fn verdict(&self, run: &RunId) -> PathBuf {
+        self.root.join("verdicts").join(format!("{run}.json"))
+    }
+}
+
+/// A validated run id: safe to use as a file name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RunId(String);
+
+impl RunId {
+    pub fn parse(s: &str) -> Result<Self> {
+        let ok = !s.is_empty()
+            && s.len() <= 128
+            && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if ok {
+            Ok(RunId(s.to_string()))
+        } else {
+            Err(Error::Usage(format!(
+                "invalid run id `{s}`: use 1 to 128 ASCII letters, digits, `.`, `_` or `-`, starting with a letter or digit"
+            )))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Writes `bytes` to `path` atomically and only if `path` does not exist:
+/// a temp file in the same directory, fsync, a no-clobber rename (hard link),
+/// then an fsync of the directory.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(Error::Exists {
+            path: path.to_path_buf(),
+            hint: RETRY_HINT.into(),
+        });
+    }
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| Error::write(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::write(path, e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::write(path, e))?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => {}
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(Error::Exists {
+                path: path.to_path_buf(),
+                hint: RETRY_HINT.into(),
+            });
+        }
+        Err(e) => return Err(Error::write(path, e.error)),
+    }
+    sync_dir(dir).map_err(|e| Error::write(dir, e))
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Serialises a record the one way records are written: pretty JSON with a
+/// trailing newline. Deterministic for equal values.
+pub fn to_bytes<T: Record>(record: &T) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(record).expect("records serialise");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Writes a new record; see [`write_new`]. Returns the record's sha256.
+pub fn write_record<T: Record>(path: &Path, record: &T) -> Result<String> {
+    let bytes = to_bytes(record);
+    write_new(path, &bytes)?;
+    Ok(sha256_hex(&bytes))
+}
+
+/// A record read from disk, with the digest of its exact bytes.
+#[derive(Debug, Clone)]
+pub struct Loaded<T> {
+    pub record: T,
+    pub sha256: String,
+    pub path: PathBuf,
+}
+
+/// Reads a record, or `None` when the file does not exist.
+pub fn read_optional<T: Record>(path: &Path) -> Result<Option<Loaded<T>>> {
+    match fs::read(path) {
+        Ok(bytes) => parse_record(path, &bytes).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::read(path, e)),
+    }
+}
+
+/// Reads a record that must exist.
+pub fn read_required<T: Record>(path: &Path) -> Result<Loaded<T>> {
+    let bytes = fs::read(path).map_err(|e| Error::read(path, e))?;
+    parse_record(path, &bytes)
+}
+
+/// Parses and checks a record: JSON, `schema` not newer than this build,
+/// `record` naming the expected kind.
+pub fn parse_record<T: Record>(path: &Path, bytes: &[u8]) -> Result<Loaded<T>> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| Error::data(path, format!("not valid JSON: {e}")))?;
+    let schema = value
+        .get("schema")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| Error::data(path, "missing or non-integer field `schema`"))?;
+    if schema > u64::from(SCHEMA) || schema == 0 {
+        return Err(Error::data(
+            path,
+            format!(
+                "field `schema` is {schema}; this build reads schema {SCHEMA} and refuses newer major versions"
+            ),
+        ));
+    }
+    let kind = value.get("record").and_then(|v| v.as_str()).unwrap_or("");
+    if kind != T::KIND {
+        return Err(Error::data(
+            path,
+            format!("field `record` is `{kind}`, expected `{}`", T::KIND),
+        ));
+    }
+    let record: T = serde_json::from_value(value)
+        .map_err(|e| Error::data(path, format!("malformed {} record: {e}", T::KIND)))?;
+    Ok(Loaded {
+        record,
+        sha256: sha256_hex(bytes),
+        path: path.to_path_buf(),
+    })
+}
+
+/// Refuses a record that belongs to another run.
+pub fn check_run<T: Record>(loaded: &Loaded<T>, run: &RunId) -> Result<()> {
+    if loaded.record.run_id() != run.as_str() {
+        return Err(Error::data(
+            &loaded.path,
+            format!(
+                "field `run_id` is `{}` but this is run `{run}`: records from another run are refused",
+                loaded.record.run_id()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `actual` (the digest of a record read from disk) is what
+/// `field` of the record at `path` says it builds on.
+pub fn check_link(path: &Path, field: &str, named: &str, actual: &str, what: &Path) -> Result<()> {
+    if named != actual {
+        return Err(Error::data(
+            path,
+            format!(
+                "field `{field}` names sha256 {named} but `{}` has sha256 {actual}: the chain is broken",
+                what.display()
+            ),
+        ));
+    }
+    Ok(())
+}

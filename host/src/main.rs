@@ -1,0 +1,31 @@
+use agent_ledger::cli::Cli;
+use agent_ledger::exit;
+use clap::Parser;
+use clap::error::ErrorKind;
+
+fn main() {
+    let code = match Cli::try_parse() {
+        Ok(cli) => match cli.execute() {
+            Ok(code) => code,
+            Err(err) => {
+                let mut msg = format!("error: {err}");
+                let mut source = std::error::Error::source(&err);
+                while let Some(s) = source {
+                    msg.push_str(&format!(": {s}"));
+                    source = s.source();
+                }
+                eprintln!("{msg}");
+                err.exit_code()
+            }
+        },
+        Err(err) => {
+            // clap's own usage error exits 2, which is a verdict code here.
+            let _ = err.print();
+            match err.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => exit::OK,
+                _ => exit::USAGE,
+            }
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,289 @@
+//! The on-disk record schemas: the stable public types of agent-ledger.
+//!
+//! Every record carries `schema` (the major version; readers refuse a newer
+//! one), `record` (which kind of record it is, so one cannot be passed off as
+//! another) and `run_id`. Each record names the sha256 of the records it
+//! builds on, so a chain cannot be mixed across runs or rewritten. Field
+//! meanings are documented on the fields and in `docs/records.md`.
+//!
+//! Serialisation is deterministic: fields in declaration order, lists sorted
+//! by their producer, maps as `BTreeMap`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The schema major version this build writes and the newest it reads.
+pub const SCHEMA: u32 = 1;
+
+/// A record kind: ties a struct to its `record` tag.
+pub trait Record: Serialize + for<'de> Deserialize<'de> {
+    const KIND: &'static str;
+    fn run_id(&self) -> &str;
+}
+
+/// A judgement with a stable machine code and a sentence for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    pub code: String,
+    pub message: String,
+}
+
+impl Reason {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Reason {
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A file stored in the ledger beside a record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFile {
+    /// File name, relative to the directory of the record that names it.
+    pub file: String,
+    /// sha256 of the file's bytes.
+    pub sha256: String,
+    /// Length of the file in bytes.
+    pub bytes: u64,
+}
+
+/// `transcripts/ID.json`: what the model produced, and whether it is whole.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TranscriptReceipt {
+    pub schema: u32,
+    /// Always `"transcript"`.
+    pub record: String,
+    pub run_id: String,
+    /// How the body was encoded: `raw`, `openai-chat`, `openai-sse`,
+    /// `openai-responses`, `anthropic`, `anthropic-sse`.
+    pub format: String,
+    /// The patch text (a unified diff) taken from the response: `ID.patch`.
+    pub body: StoredFile,
+    /// The provider response as received (`ID.response`), for provider
+    /// formats; absent for `raw`, where the response is the patch.
+    pub response: Option<StoredFile>,
+    /// The length the server declared (Content-Length), if the client knew it.
+    pub declared_bytes: Option<u64>,
+    /// The provider's request id, if the client had one.
+    pub request_id: Option<String>,
+    /// True when no reason below was found.
+    pub complete: bool,
+    /// `captured` or `incomplete`.
+    pub verdict: String,
+    /// Every reason the body is incomplete; empty when complete.
+    pub reasons: Vec<Reason>,
+    /// The agent's tool-call trace (`ID.trace.jsonl`), when one was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<StoredFile>,
+    /// When the capture was recorded, RFC 3339 UTC.
+    pub captured_at: String,
+}
+
+impl Record for TranscriptReceipt {
+    const KIND: &'static str = "transcript";
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+}
+
+/// One entry of a fixture lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockEntry {
+    /// Repository-relative POSIX path.
+    pub path: String,
+    /// `file` or `symlink`. Symlinks are recorded, never followed.
+    pub kind: String,
+    /// File length in bytes; for a symlink, the length of its target text.
+    pub size: u64,
+    /// sha256 of the file's bytes; for a symlink, of its target text.
+    pub sha256: String,
+    /// The symlink's target, as stored in the link; absent for files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// `fixtures/ID.lock.json`: every file under the fixture roots, hashed from
+/// the trusted base tree before any property runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FixtureLock {
+    pub schema: u32,
+    /// Always `"fixture_lock"`.
+    pub record: String,
+    pub run_id: String,
+    /// sha256 of `transcripts/ID.json` this lock builds on.
+    pub transcript_sha256: String,
+    /// The git revision the tree was taken from, when the lock was taken by
+    /// `check` from a base revision.
+    pub base_revision: Option<String>,
+    /// The fixture roots, repository-relative, as configured.
+    pub roots: Vec<String>,
+    /// Number of entries in `files`.
+    pub count: u64,
+    /// in-toto `dirHash` of the regular files: sha256 over the lines
+    /// `"<sha256>  <path>\n"` sorted bytewise by path (symlinks excluded, as
+    /// `find -type f` excludes them; they are compared entry by entry).
+    pub dir_hash: String,
+    /// Entries sorted bytewise by path.
+    pub files: Vec<LockEntry>,
+}
+
+impl Record for FixtureLock {
+    const KIND: &'static str = "fixture_lock";
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+}
+
+/// Drift between a lock and a tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drift {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+}
+
+impl Drift {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// A property's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Holds,
+    Miss,
+    Error,
+    Vacuous,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Holds => "holds",
+            Outcome::Miss => "miss",
+            Outcome::Error => "error",
+            Outcome::Vacuous => "vacuous",
+        }
+    }
+}
+
+/// Something a property found.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Finding {
+    /// Repository-relative path the finding is about ("" when none).
+    pub path: String,
+    /// 1-based line, when the finding is about one.
+    pub line: Option<u32>,
+    pub message: String,
+    /// True for a test failure covered by an active flake freeze: listed so it
+    /// stays visible, but not a miss.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub frozen: bool,
+}
+
+/// One property's result inside `properties/ID.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PropertyResult {
+    pub name: String,
+    /// `builtin:NAME`, a repository-relative path, or an absolute path.
+    pub plugin: String,
+    /// sha256 of the component bytes that ran ("" for host-side properties).
+    pub plugin_sha256: String,
+    pub outcome: Outcome,
+    pub findings: Vec<Finding>,
+    /// Why the outcome is `error` or `vacuous`.
+    pub error: Option<String>,
+    /// Fuel the component consumed on the trial (deterministic).
+    pub fuel_used: u64,
+    /// Captured stdout/stderr, capped; a cut excerpt ends with a marker.
+    pub stdout: String,
+    pub stderr: String,
+    /// sha256 of each input the property saw, by name.
+    pub inputs: BTreeMap<String, String>,
+}
+
+/// `properties/ID.json`: what every property said about the patched tree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PropertyRecord {
+    pub schema: u32,
+    /// Always `"properties"`.
+    pub record: String,
+    pub run_id: String,
+    /// sha256 of `transcripts/ID.json`.
+    pub transcript_sha256: String,
+    /// sha256 of `fixtures/ID.lock.json`.
+    pub lock_sha256: String,
+    /// The base revision the patch was applied to (full object id).
+    pub base_revision: String,
+    /// sha256 of the configuration the replay used.
+    pub config_sha256: String,
+    /// Drift of the fixture roots between the lock and the patched tree.
+    pub fixtures: Drift,
+    /// Results in configuration order; `patch_applies` first.
+    pub properties: Vec<PropertyResult>,
+}
+
+impl Record for PropertyRecord {
+    const KIND: &'static str = "properties";
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+}
+
+/// The four verdicts, in the order their rules are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Review,
+    Incomplete,
+    FixtureMismatch,
+    Reject,
+}
+
+impl Verdict {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Review => crate::exit::OK,
+            Verdict::Incomplete => crate::exit::INCOMPLETE,
+            Verdict::FixtureMismatch => crate::exit::FIXTURE_MISMATCH,
+            Verdict::Reject => crate::exit::REJECT,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Review => "review",
+            Verdict::Incomplete => "incomplete",
+            Verdict::FixtureMismatch => "fixture_mismatch",
+            Verdict::Reject => "reject",
+        }
+    }
+}
+
+/// `verdicts/ID.json`: the classification of a trial from its records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictRecord {
+    pub schema: u32,
+    /// Always `"verdict"`.
+    pub record: String,
+    pub run_id: String,
+    pub verdict: Verdict,
+    /// The process exit code that goes with the verdict.
+    pub exit_code: i32,
+    /// Why: the failures of the first step that failed, or the checks passed.
+    pub reasons: Vec<Reason>,
+    /// sha256 of each record read; null when the record was missing.
+    pub transcript_sha256: Option<String>,
+    pub lock_sha256: Option<String>,
+    pub properties_sha256: Option<String>,
+}
+
+impl Record for VerdictRecord {
+    const KIND: &'static str = "verdict";
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+}

@@ -1,0 +1,7 @@
+//! One integration-test binary; topic modules below.
+
+mod capture;
+mod classify;
+mod cli;
+mod lock;
+mod support;
