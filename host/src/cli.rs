@@ -4,7 +4,7 @@
 use crate::commands;
 use crate::exit::Result;
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -16,7 +16,8 @@ use std::path::PathBuf;
         64 usage, 65 bad data, 66 missing input, 70 internal, 73 cannot create, 74 I/O."
 )]
 pub struct Cli {
-    /// Ledger directory where records live.
+    /// Ledger directory where records live [default: `.agent-ledger`; for
+    /// `replay` and `check`, the `ledger` the configuration names, in the repository].
     #[arg(long, global = true, value_name = "DIR")]
     pub ledger: Option<PathBuf>,
 
@@ -32,18 +33,24 @@ pub enum Command {
     Lock(commands::lock::LockArgs),
     /// Classify a run from its records (exit 0 review, 2 incomplete, 3 fixture_mismatch, 4 reject).
     Classify(commands::classify::ClassifyArgs),
+    /// Apply the captured patch in a temporary tree and run every property on it.
+    Replay(commands::replay::ReplayArgs),
+    /// Lock, replay and classify in one command: the CI gate (exit code = verdict).
+    Check(commands::check::CheckArgs),
 }
 
 impl Cli {
     pub fn execute(self) -> Result<i32> {
-        let ledger = self
-            .ledger
-            .unwrap_or_else(|| PathBuf::from(".agent-ledger"));
-        let ledger = crate::ledger::Ledger::new(ledger);
+        // Commands that read a repository default to the ledger its
+        // configuration names; the others to `.agent-ledger` here.
+        let explicit = self.ledger.as_deref();
+        let ledger = crate::ledger::Ledger::new(explicit.unwrap_or(Path::new(".agent-ledger")));
         match self.command {
             Command::Capture(cmd) => cmd.execute(&ledger),
             Command::Lock(cmd) => cmd.execute(&ledger),
             Command::Classify(cmd) => cmd.execute(&ledger),
+            Command::Replay(cmd) => cmd.execute(explicit),
+            Command::Check(cmd) => cmd.execute(explicit),
         }
     }
 }

@@ -129,6 +129,25 @@ pub fn write_record<T: Record>(path: &Path, record: &T) -> Result<String> {
     Ok(sha256_hex(&bytes))
 }
 
+/// Writes a record unless an identical one is already there: re-deriving a
+/// record from the same inputs is idempotent, but a different record is never
+/// written over the one on file. Returns the record's sha256.
+pub fn write_or_match<T: Record>(path: &Path, record: &T, what: &str) -> Result<String> {
+    let bytes = to_bytes(record);
+    match fs::read(path) {
+        Ok(existing) if existing == bytes => Ok(sha256_hex(&bytes)),
+        Ok(_) => Err(Error::Exists {
+            path: path.to_path_buf(),
+            hint: format!("the {what} on file differs from the one derived now; {RETRY_HINT}"),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            write_new(path, &bytes)?;
+            Ok(sha256_hex(&bytes))
+        }
+        Err(e) => Err(Error::read(path, e)),
+    }
+}
+
 /// A record read from disk, with the digest of its exact bytes.
 #[derive(Debug, Clone)]
 pub struct Loaded<T> {

@@ -6,11 +6,20 @@ pub mod capture;
 pub mod classify;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod diff;
 pub mod digest;
 pub mod exit;
+pub mod git;
 pub mod ledger;
 pub mod lock;
 pub mod output;
 pub mod provider;
 pub mod record;
+pub mod replay;
+pub mod sandbox;
+
+/// The property components built from `plugins/` by `build.rs`.
+pub mod plugins {
+    include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+}

@@ -55,10 +55,9 @@ impl ClassifyArgs {
 /// idempotent; a different verdict for a recorded run is never written over.
 pub fn store_verdict(ledger: &Ledger, run: &RunId, verdict: &VerdictRecord) -> Result<()> {
     let path = ledger.verdict(run);
-    if let Some(existing) = ledger::read_optional::<VerdictRecord>(&path)? {
-        if &existing.record == verdict {
-            return Ok(());
-        }
+    if let Some(existing) = ledger::read_optional::<VerdictRecord>(&path)?
+        && &existing.record != verdict
+    {
         return Err(Error::Exists {
             path,
             hint: format!(
@@ -67,7 +66,7 @@ pub fn store_verdict(ledger: &Ledger, run: &RunId, verdict: &VerdictRecord) -> R
             ),
         });
     }
-    ledger::write_record(&path, verdict).map(|_| ())
+    ledger::write_or_match(&path, verdict, "verdict").map(|_| ())
 }
 
 pub fn print_verdict(verdict: &VerdictRecord, format: OutputFormat) -> Result<()> {

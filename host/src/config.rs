@@ -1,0 +1,206 @@
+//! `agent-ledger.toml`: read from the base revision (or an explicit file
+//! outside the tree), never from the patched tree. Field meanings are in
+//! `docs/config.md`.
+
+use crate::exit::{Error, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The configuration file's name at the repository root.
+pub const FILE_NAME: &str = "agent-ledger.toml";
+/// The schema version this build reads.
+pub const SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub schema: u32,
+    #[serde(default = "default_ledger")]
+    pub ledger: String,
+    #[serde(default)]
+    pub fixtures: Fixtures,
+    #[serde(default)]
+    pub tests: Tests,
+    #[serde(default)]
+    pub protect: Protect,
+    #[serde(default)]
+    pub flakes: Flakes,
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    #[serde(default, rename = "property")]
+    pub properties: Vec<PropertyConfig>,
+}
+
+fn default_ledger() -> String {
+    ".agent-ledger".into()
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fixtures {
+    #[serde(default)]
+    pub roots: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tests {
+    pub globs: Vec<String>,
+}
+
+impl Default for Tests {
+    fn default() -> Self {
+        Tests {
+            globs: [
+                "tests/**",
+                "**/*_test.go",
+                "**/test_*.py",
+                "**/*_test.py",
+                "**/*.test.ts",
+                "**/*.test.js",
+                "**/*.spec.ts",
+                "**/*.spec.js",
+                "**/src/test/**",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Protect {
+    #[serde(default)]
+    pub paths: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flakes {
+    #[serde(default = "default_flakes_file")]
+    pub file: String,
+    #[serde(default = "default_max_days")]
+    pub max_days: u32,
+}
+
+fn default_flakes_file() -> String {
+    "flakes.toml".into()
+}
+fn default_max_days() -> u32 {
+    30
+}
+
+impl Default for Flakes {
+    fn default() -> Self {
+        Flakes {
+            file: default_flakes_file(),
+            max_days: default_max_days(),
+        }
+    }
+}
+
+/// Default bounds for every property; a `[[property]]` may lower or raise its own.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub fuel: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PropertyConfig {
+    pub name: String,
+    /// `builtin:NAME`, a path in the base tree, or an absolute path outside it.
+    pub plugin: String,
+    /// A patch this property must miss on (self-test).
+    pub known_bad: Option<String>,
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    pub fuel: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// Where the configuration came from, and its bytes' digest.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    pub sha256: String,
+    /// Human description: `agent-ledger.toml at <rev>` or the file path.
+    pub source: String,
+}
+
+impl Config {
+    /// The configuration used when the base revision has none: no fixture
+    /// roots (so the trial cannot pass the lock) and the built-in properties.
+    pub fn absent() -> Config {
+        Config {
+            schema: SCHEMA,
+            ledger: default_ledger(),
+            fixtures: Fixtures::default(),
+            tests: Tests::default(),
+            protect: Protect::default(),
+            flakes: Flakes::default(),
+            limits: LimitsConfig::default(),
+            properties: Vec::new(),
+        }
+    }
+
+    pub fn parse(bytes: &[u8], source: &Path) -> Result<Config> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| Error::data(source, "configuration is not UTF-8"))?;
+        let config: Config = toml::from_str(text).map_err(|e| {
+            Error::data(
+                source,
+                format!("invalid configuration: {}", e.to_string().trim()),
+            )
+        })?;
+        if config.schema > SCHEMA || config.schema == 0 {
+            return Err(Error::data(
+                source,
+                format!(
+                    "field `schema` is {}; this build reads schema {SCHEMA}",
+                    config.schema
+                ),
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, p) in config.properties.iter().enumerate() {
+            if p.name.is_empty()
+                || !p
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(Error::data(
+                    source,
+                    format!(
+                        "`property[{i}].name` `{}` must be letters, digits, `_` or `-`",
+                        p.name
+                    ),
+                ));
+            }
+            if p.name == "patch_applies" {
+                return Err(Error::data(
+                    source,
+                    format!("`property[{i}].name`: `patch_applies` is the host's own property"),
+                ));
+            }
+            if !seen.insert(p.name.as_str()) {
+                return Err(Error::data(
+                    source,
+                    format!("`property[{i}].name`: `{}` is listed twice", p.name),
+                ));
+            }
+        }
+        for root in &config.fixtures.roots {
+            crate::lock::normalize_root(root)
+                .map_err(|e| Error::data(source, format!("`fixtures.roots`: {e}")))?;
+        }
+        Ok(config)
+    }
+}

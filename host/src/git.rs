@@ -1,0 +1,239 @@
+//! Git plumbing for replay: resolving revisions, reading files from a
+//! revision, and building trial trees in a temporary directory.
+//!
+//! A trial tree never touches the user's checkout or repository: it has its
+//! own index, its own object directory (the repository's objects are only an
+//! alternate, read-only), and lives in a temp dir removed on drop.
+
+use crate::exit::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A repository we read from.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    pub root: PathBuf,
+    git_dir: PathBuf,
+    objects: PathBuf,
+}
+
+fn git_error(what: &str, out: &Output) -> Error {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Error::Internal(format!("git {what} failed: {}", stderr.trim()))
+}
+
+fn base_command() -> Command {
+    let mut cmd = Command::new("git");
+    // The caller's git environment must not redirect us to another repository.
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<Output> {
+    let out = cmd
+        .output()
+        .map_err(|e| Error::Internal(format!("cannot run git {what}: {e}")))?;
+    if !out.status.success() {
+        return Err(git_error(what, &out));
+    }
+    Ok(out)
+}
+
+impl Repo {
+    pub fn open(root: &Path) -> Result<Repo> {
+        let out = base_command()
+            .arg("-C")
+            .arg(root)
+            .args([
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-dir",
+                "--git-path",
+                "objects",
+            ])
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::Missing(format!(
+                "`{}` is not a git repository: {}",
+                root.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let (Some(top), Some(git_dir), Some(objects)) = (lines.next(), lines.next(), lines.next())
+        else {
+            return Err(Error::Internal(
+                "unexpected output from git rev-parse".into(),
+            ));
+        };
+        Ok(Repo {
+            root: top.into(),
+            git_dir: git_dir.into(),
+            objects: objects.into(),
+        })
+    }
+
+    fn git(&self) -> Command {
+        let mut cmd = base_command();
+        cmd.env("GIT_DIR", &self.git_dir);
+        cmd
+    }
+
+    /// The full object id of `rev` as a commit.
+    pub fn resolve_commit(&self, rev: &str) -> Result<String> {
+        let out = self
+            .git()
+            .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+            .arg(format!("{rev}^{{commit}}"))
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::Missing(format!(
+                "base revision `{rev}` is not a commit in `{}`",
+                self.root.display()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// A file's bytes at a commit, or `None` when the path does not exist there.
+    pub fn read_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>> {
+        let spec = format!("{commit}:{path}");
+        let exists = self
+            .git()
+            .args(["cat-file", "-e", &spec])
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+        if !exists.success() {
+            return Ok(None);
+        }
+        let out = run(self.git().args(["cat-file", "blob", &spec]), "cat-file")?;
+        Ok(Some(out.stdout))
+    }
+
+    /// A command in a trial tree: its own index and object directory.
+    fn trial_git(&self, work_tree: &Path, index: &Path, objects: &Path) -> Command {
+        let mut cmd = self.git();
+        cmd.env("GIT_WORK_TREE", work_tree)
+            .env("GIT_INDEX_FILE", index)
+            .env("GIT_OBJECT_DIRECTORY", objects)
+            .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &self.objects)
+            .current_dir(work_tree);
+        cmd
+    }
+
+    /// Checks out `commit` into `dir/tree` with its own index `dir/index`.
+    pub fn checkout(&self, commit: &str, dir: &Path) -> Result<Checkout> {
+        let tree = dir.join("tree");
+        let objects = dir.join("objects");
+        std::fs::create_dir_all(&tree).map_err(|e| Error::write(&tree, e))?;
+        std::fs::create_dir_all(&objects).map_err(|e| Error::write(&objects, e))?;
+        let co = Checkout {
+            tree,
+            index: dir.join("index"),
+            objects,
+            repo: self.clone(),
+        };
+        run(co.git().args(["read-tree", commit]), "read-tree")?;
+        run(
+            co.git().args(["checkout-index", "-a", "-f", "-u"]),
+            "checkout-index",
+        )?;
+        Ok(co)
+    }
+}
+
+/// A checked-out tree in a temp dir.
+pub struct Checkout {
+    pub tree: PathBuf,
+    index: PathBuf,
+    objects: PathBuf,
+    repo: Repo,
+}
+
+/// A path the patch changed, as git reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameStatus {
+    pub status: u8,
+    pub path: String,
+    pub old_path: Option<String>,
+}
+
+impl Checkout {
+    fn git(&self) -> Command {
+        self.repo.trial_git(&self.tree, &self.index, &self.objects)
+    }
+
+    /// Applies a patch strictly: no fuzz, no 3-way, no reject files, no
+    /// recount, never reversed. `Err(message)` when it does not apply.
+    pub fn apply(&self, patch_file: &Path) -> Result<std::result::Result<(), String>> {
+        let out = self
+            .git()
+            .args(["apply", "--index", "--whitespace=nowarn"])
+            .arg(patch_file)
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git apply: {e}")))?;
+        if out.status.success() {
+            Ok(Ok(()))
+        } else {
+            Ok(Err(String::from_utf8_lossy(&out.stderr).trim().to_string()))
+        }
+    }
+
+    /// Every path that differs between `commit` and the index, renames
+    /// detected, sorted by path.
+    pub fn changes_since(&self, commit: &str) -> Result<Vec<NameStatus>> {
+        let out = run(
+            self.git().args([
+                "diff-index",
+                "--cached",
+                "-z",
+                "--name-status",
+                "-M",
+                "--no-ext-diff",
+                commit,
+            ]),
+            "diff-index",
+        )?;
+        let mut fields = out.stdout.split(|&b| b == 0).filter(|f| !f.is_empty());
+        let mut changes = Vec::new();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        while let Some(status) = fields.next() {
+            let code = status.first().copied().unwrap_or(b'?');
+            let first = fields.next().map(text).unwrap_or_default();
+            if matches!(code, b'R' | b'C') {
+                let second = fields.next().map(text).unwrap_or_default();
+                changes.push(NameStatus {
+                    status: code,
+                    path: second,
+                    old_path: Some(first),
+                });
+            } else {
+                changes.push(NameStatus {
+                    status: code,
+                    path: first,
+                    old_path: None,
+                });
+            }
+        }
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(changes)
+    }
+}
