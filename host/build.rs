@@ -85,7 +85,7 @@ fn main() {
             )
             .unwrap();
         }
-        writeln!(names, "        $mac!({name});").unwrap();
+        writeln!(names, "        $mac!({name}, {upper}_PATH);").unwrap();
     }
     let builtins: Vec<String> = PLUGINS
         .iter()
@@ -100,7 +100,7 @@ fn main() {
     .unwrap();
     writeln!(
         generated,
-        "/// Calls `$mac!(name)` for every component the plugins workspace builds.\n#[macro_export]\nmacro_rules! foreach_plugin {{\n    ($mac:ident) => {{\n{names}    }};\n}}"
+        "/// Calls `$mac!(name, NAME_PATH)` for every component the plugins workspace builds.\n#[macro_export]\nmacro_rules! foreach_plugin {{\n    ($mac:ident) => {{\n{names}    }};\n}}"
     )
     .unwrap();
     let dest = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("plugins.rs");

@@ -4,4 +4,6 @@ mod capture;
 mod classify;
 mod cli;
 mod lock;
+mod replay;
+mod sandbox;
 mod support;

@@ -93,3 +93,167 @@ pub fn fixture_tree(dir: &Path) {
     write(&dir.join("tests/fixtures/a.json"), "{\"a\": 1}\n");
     write(&dir.join("tests/fixtures/nested/b.txt"), "bee\n");
 }
+
+/// Runs git in `dir`, panicking with its stderr on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A shared compiled-component cache, so each component compiles once per
+/// test run rather than once per test.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
+/// A git repository built from `fixtures/repos/demo`, with the example oracle
+/// component copied in, committed as the base revision.
+pub struct DemoRepo {
+    pub dir: tempfile::TempDir,
+    pub base: String,
+}
+
+impl DemoRepo {
+    pub fn new() -> DemoRepo {
+        Self::with(|_| {})
+    }
+
+    /// Builds the demo repository; `edit` may change the tree before the
+    /// base commit.
+    pub fn with(edit: impl FnOnce(&Path)) -> DemoRepo {
+        let dir = tempdir();
+        let root = dir.path();
+        copy_dir(&fixture("repos/demo"), root);
+        std::fs::copy(
+            agent_ledger::plugins::RETRY_ORACLE_PATH,
+            root.join("oracles/retry_oracle.wasm"),
+        )
+        .unwrap();
+        edit(root);
+        git(root, &["init", "-q"]);
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "base"]);
+        let base = git(root, &["rev-parse", "HEAD"]);
+        DemoRepo { dir, base }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Captures `fixtures/patches/NAME.diff` as run `run_id`.
+    pub fn capture(&self, run_id: &str, patch: &str) {
+        let body = fixture(&format!("patches/{patch}.diff"));
+        run(
+            self.path(),
+            &["capture", "--run", run_id, "--body", body.to_str().unwrap()],
+        )
+        .assert_code(0);
+    }
+
+    /// `check` with the shared cache and JSON output.
+    pub fn check(&self, run_id: &str, extra: &[&str]) -> Output {
+        let cache = cache_dir();
+        let mut args = vec![
+            "check",
+            "--run",
+            run_id,
+            "--base",
+            &self.base,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        run(self.path(), &args)
+    }
+
+    /// The stored property record of a run.
+    pub fn properties(&self, run_id: &str) -> serde_json::Value {
+        let bytes = std::fs::read(
+            self.path()
+                .join(format!(".agent-ledger/properties/{run_id}.json")),
+        )
+        .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    /// A digest of every file in the repository outside the ledger, `.git`
+    /// included: what no replay may change.
+    pub fn digest(&self) -> String {
+        let mut entries = Vec::new();
+        walk(self.path(), self.path(), &mut entries);
+        entries.sort();
+        agent_ledger::digest::sha256_hex(entries.join("\n").as_bytes())
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel == ".agent-ledger" {
+            continue;
+        }
+        let ft = entry.file_type().unwrap();
+        if ft.is_dir() {
+            walk(root, &path, out);
+        } else if ft.is_symlink() {
+            out.push(format!(
+                "{rel} -> {}",
+                std::fs::read_link(&path).unwrap().display()
+            ));
+        } else {
+            out.push(format!(
+                "{rel} {}",
+                agent_ledger::digest::sha256_hex(&std::fs::read(&path).unwrap())
+            ));
+        }
+    }
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The outcome of one property in a property record.
+pub fn outcome<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    record["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no property `{name}` in {record:#}"))
+}

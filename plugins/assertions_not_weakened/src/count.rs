@@ -87,7 +87,11 @@ pub fn strip(lang: Lang, src: &str) -> String {
                 out.push(b' ');
                 continue;
             }
-            if lang == Lang::Rust && c == b'r' && (starts(i, b"r\"") || starts(i, b"r#")) && !ident_before(b, i) {
+            if lang == Lang::Rust
+                && c == b'r'
+                && (starts(i, b"r\"") || starts(i, b"r#"))
+                && !ident_before(b, i)
+            {
                 let mut j = i + 1;
                 let mut hashes = 0;
                 while j < b.len() && b[j] == b'#' {
@@ -115,7 +119,10 @@ pub fn strip(lang: Lang, src: &str) -> String {
                 if lang == Lang::Rust {
                     // A char literal ('x', '\n', '\u{1F600}'), not a lifetime.
                     let end = if b.get(i + 1) == Some(&b'\\') {
-                        b[i + 2..].iter().position(|&x| x == b'\'').map(|p| i + 2 + p)
+                        b[i + 2..]
+                            .iter()
+                            .position(|&x| x == b'\'')
+                            .map(|p| i + 2 + p)
                     } else {
                         let ch_len = src[i + 1..].chars().next().map_or(1, char::len_utf8);
                         (b.get(i + 1 + ch_len) == Some(&b'\'')).then_some(i + 1 + ch_len)
@@ -198,26 +205,36 @@ pub fn count_assertions(lang: Lang, src: &str) -> usize {
             // assert!, assert_eq!, debug_assert_ne!, prop_assert!, assert_matches!
             Lang::Rust => {
                 next == b'!'
-                    && (id.starts_with("assert") || id.starts_with("debug_assert") || id.starts_with("prop_assert"))
+                    && (id.starts_with("assert")
+                        || id.starts_with("debug_assert")
+                        || id.starts_with("prop_assert"))
                     || (id == "should_panic" && prev == b'[')
             }
             // assert x; self.assertEqual(...); mock.assert_called_with(...); pytest.raises(...)
             Lang::Python => {
                 (id == "assert" && prev != b'.')
                     || (id.starts_with("assert") && prev == b'.' && next == b'(')
-                    || (before == "pytest" && prev == b'.' && matches!(id, "raises" | "warns" | "fail"))
+                    || (before == "pytest"
+                        && prev == b'.'
+                        && matches!(id, "raises" | "warns" | "fail"))
             }
             // expect(...); assert(...); assert.equal(...)
             Lang::JavaScript => {
-                prev != b'.' && ((id == "expect" && next == b'(') || (id == "assert" && matches!(next, b'(' | b'.')))
+                prev != b'.'
+                    && ((id == "expect" && next == b'(')
+                        || (id == "assert" && matches!(next, b'(' | b'.')))
             }
             // t.Error/Errorf/Fatal/Fatalf(...); require.X(...); assert.X(...)
             Lang::Go => {
-                (prev == b'.' && matches!(id, "Error" | "Errorf" | "Fatal" | "Fatalf") && next == b'(')
+                (prev == b'.'
+                    && matches!(id, "Error" | "Errorf" | "Fatal" | "Fatalf")
+                    && next == b'(')
                     || (matches!(id, "require" | "assert") && next == b'.' && prev != b'.')
             }
             // assertEquals(...), assertThat(...), Assertions.assertTrue(...), assert x;
-            Lang::Java => (id.starts_with("assert") && next == b'(') || (id == "assert" && next != b'('),
+            Lang::Java => {
+                (id.starts_with("assert") && next == b'(') || (id == "assert" && next != b'(')
+            }
         });
     }
     n

@@ -13,7 +13,11 @@ pub use exports::agent_ledger::property::property::Guest;
 
 /// Looks a key up in the trial's configuration.
 pub fn config<'a>(trial: &'a Trial, key: &str) -> Option<&'a str> {
-    trial.config.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    trial
+        .config
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 /// The `test_globs` configuration: one glob per line.
@@ -25,7 +29,12 @@ pub fn test_globs(trial: &Trial) -> Vec<&str> {
 
 /// A finding with no line.
 pub fn finding(path: &str, line: Option<u32>, message: impl Into<String>) -> Finding {
-    Finding { path: path.to_string(), line, message: message.into(), frozen: false }
+    Finding {
+        path: path.to_string(),
+        line,
+        message: message.into(),
+        frozen: false,
+    }
 }
 
 /// Matches a repository-relative path against a glob: `*` and `?` stay
@@ -41,7 +50,9 @@ fn match_segments(pat: &[&str], segs: &[&str]) -> bool {
         None => segs.is_empty(),
         Some((&"**", rest)) => (0..=segs.len()).any(|i| match_segments(rest, &segs[i..])),
         Some((p, rest)) => match segs.split_first() {
-            Some((s, srest)) => match_segment(p.as_bytes(), s.as_bytes()) && match_segments(rest, srest),
+            Some((s, srest)) => {
+                match_segment(p.as_bytes(), s.as_bytes()) && match_segments(rest, srest)
+            }
             None => false,
         },
     }

@@ -20,7 +20,11 @@ fn recurse(n: u64) -> u64 {
 
 impl Guest for Hostile {
     fn describe() -> Info {
-        Info { name: "hostile".into(), version: "0".into(), summary: "misbehaves on purpose".into() }
+        Info {
+            name: "hostile".into(),
+            version: "0".into(),
+            summary: "misbehaves on purpose".into(),
+        }
     }
 
     fn check(trial: Trial) -> Result<Outcome, String> {
@@ -67,7 +71,11 @@ impl Guest for Hostile {
                 if vars.is_empty() && args.is_empty() {
                     Err("no environment variables and no arguments".into())
                 } else {
-                    escaped(&format!("saw {} env vars and {} args", vars.len(), args.len()))
+                    escaped(&format!(
+                        "saw {} env vars and {} args",
+                        vars.len(),
+                        args.len()
+                    ))
                 }
             }
             "loop" => loop {
@@ -93,7 +101,11 @@ impl Guest for Hostile {
                     println!("{line}");
                 }
                 eprintln!("flooded");
-                Ok(Outcome::Miss(vec![agent_ledger_guest::finding("", None, "flooded stdout")]))
+                Ok(Outcome::Miss(vec![agent_ledger_guest::finding(
+                    "",
+                    None,
+                    "flooded stdout",
+                )]))
             }
             "panic" => panic!("hostile plugin panics on purpose"),
             "exit" => std::process::exit(0),
@@ -102,9 +114,17 @@ impl Guest for Hostile {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or(0);
-                Ok(Outcome::Miss(vec![agent_ledger_guest::finding("", None, format!("wall clock reads {now}"))]))
+                Ok(Outcome::Miss(vec![agent_ledger_guest::finding(
+                    "",
+                    None,
+                    format!("wall clock reads {now}"),
+                )]))
             }
-            "bad-finding" => Ok(Outcome::Miss(vec![agent_ledger_guest::finding("../../etc/passwd", None, "outside")])),
+            "bad-finding" => Ok(Outcome::Miss(vec![agent_ledger_guest::finding(
+                "../../etc/passwd",
+                None,
+                "outside",
+            )])),
             "empty-miss" => Ok(Outcome::Miss(Vec::new())),
             other => Err(format!("unknown mode `{other}`")),
         }

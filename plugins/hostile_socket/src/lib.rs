@@ -7,7 +7,11 @@ struct HostileSocket;
 
 impl Guest for HostileSocket {
     fn describe() -> Info {
-        Info { name: "hostile_socket".into(), version: "0".into(), summary: "dials out".into() }
+        Info {
+            name: "hostile_socket".into(),
+            version: "0".into(),
+            summary: "dials out".into(),
+        }
     }
 
     fn check(_trial: Trial) -> Result<Outcome, String> {

@@ -14,7 +14,8 @@ impl Guest for RetryOracle {
         Info {
             name: "retry_oracle".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            summary: "the retry policy never retries a 4xx status other than the allowed ones".into(),
+            summary: "the retry policy never retries a 4xx status other than the allowed ones"
+                .into(),
         }
     }
 
@@ -23,7 +24,11 @@ impl Guest for RetryOracle {
         let allowed: Vec<u32> = config(&trial, "allowed_4xx")
             .unwrap_or("429")
             .split(',')
-            .map(|s| s.trim().parse().map_err(|_| format!("`allowed_4xx` has a bad status `{s}`")))
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .map_err(|_| format!("`allowed_4xx` has a bad status `{s}`"))
+            })
             .collect::<Result<_, _>>()?;
         let source = std::fs::read_to_string(format!("/patched/{file}"))
             .map_err(|e| format!("cannot read `{file}` in the patched tree: {e}"))?;
@@ -32,14 +37,25 @@ impl Guest for RetryOracle {
             if !line.contains("status in") {
                 continue;
             }
-            for word in line.split(|c: char| !c.is_ascii_digit()).filter(|w| w.len() == 3) {
+            for word in line
+                .split(|c: char| !c.is_ascii_digit())
+                .filter(|w| w.len() == 3)
+            {
                 let status: u32 = word.parse().unwrap_or(0);
                 if (400..500).contains(&status) && !allowed.contains(&status) {
-                    findings.push(finding(file, Some(n as u32 + 1), format!("retries on client error {status}")));
+                    findings.push(finding(
+                        file,
+                        Some(n as u32 + 1),
+                        format!("retries on client error {status}"),
+                    ));
                 }
             }
         }
-        Ok(if findings.is_empty() { Outcome::Holds(Vec::new()) } else { Outcome::Miss(findings) })
+        Ok(if findings.is_empty() {
+            Outcome::Holds(Vec::new())
+        } else {
+            Outcome::Miss(findings)
+        })
     }
 }
 

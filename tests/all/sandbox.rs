@@ -1,0 +1,208 @@
+//! Hostile plugins: every one must end as `error` (or a refusal), with the
+//! host alive, the repository unchanged, and the trial not `review`.
+
+use crate::support::*;
+use agent_ledger::plugins;
+
+/// Runs `check` with the hostile plugin in `mode`, returns its result.
+fn hostile(mode: &str, extra: &str) -> (DemoRepo, serde_json::Value) {
+    hostile_with(plugins::HOSTILE_PATH, mode, extra, |_| {})
+}
+
+fn hostile_with(
+    plugin: &str,
+    mode: &str,
+    extra: &str,
+    edit: impl FnOnce(&std::path::Path),
+) -> (DemoRepo, serde_json::Value) {
+    let repo = DemoRepo::with(edit);
+    repo.capture("r", "good");
+    let config_dir = tempdir();
+    let config = config_dir.path().join("hostile.toml");
+    write(
+        &config,
+        format!(
+            "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"hostile\"\nplugin = {plugin:?}\n{extra}\n[property.config]\nmode = {mode:?}\npath = \"escape\"\n"
+        ),
+    );
+    let before = repo.digest();
+    let out = repo.check("r", &["--config", config.to_str().unwrap()]);
+    assert_eq!(
+        out.code, 4,
+        "{mode}: not reject\n{}\n{}",
+        out.stdout, out.stderr
+    );
+    assert_eq!(repo.digest(), before, "{mode}: the repository changed");
+    let record = repo.properties("r");
+    let p = outcome(&record, "hostile").clone();
+    assert!(
+        !p["stdout"].as_str().unwrap().contains("ESCAPED"),
+        "{mode}: {p:#}"
+    );
+    (repo, p)
+}
+
+#[track_caller]
+fn assert_error(p: &serde_json::Value, needle: &str) {
+    assert_eq!(p["outcome"], "error", "{p:#}");
+    let error = p["error"].as_str().unwrap();
+    assert!(error.contains(needle), "expected `{needle}` in `{error}`");
+}
+
+#[test]
+fn writes_creates_renames_and_deletes_are_refused() {
+    for mode in ["write", "create", "rename", "delete", "mkdir"] {
+        let (_, p) = hostile(mode, "");
+        assert_error(&p, "refused");
+    }
+}
+
+#[test]
+fn reads_outside_the_preopens_are_refused() {
+    for mode in ["read-dotdot", "read-absolute"] {
+        let (_, p) = hostile(mode, "");
+        assert_error(&p, "read refused");
+    }
+}
+
+#[test]
+fn a_symlink_in_the_tree_that_points_out_is_not_followed() {
+    for target in ["/etc/hostname", "../../../../../../../../etc/hostname"] {
+        let (_, p) = hostile_with(plugins::HOSTILE_PATH, "read-symlink", "", |root| {
+            std::os::unix::fs::symlink(target, root.join("escape")).unwrap();
+        });
+        assert_error(&p, "read refused");
+    }
+}
+
+#[test]
+fn a_socket_import_is_refused_when_the_plugin_loads() {
+    let (_, p) = hostile_with(plugins::HOSTILE_SOCKET_PATH, "", "", |_| {});
+    assert_error(&p, "wasi:sockets/");
+    assert!(
+        p["error"]
+            .as_str()
+            .unwrap()
+            .contains("network access is refused")
+    );
+    assert_eq!(p["fuel_used"], 0, "a refused plugin never runs");
+}
+
+#[test]
+fn there_are_no_environment_variables_or_arguments() {
+    let (_, p) = hostile("env", "");
+    assert_error(&p, "no environment variables and no arguments");
+}
+
+#[test]
+fn an_infinite_loop_exhausts_its_fuel() {
+    let (_, p) = hostile("loop", "fuel = 50000000");
+    assert_error(&p, "fuel budget of 50000000 exhausted");
+    assert_eq!(p["fuel_used"], 50000000);
+}
+
+#[test]
+fn sleeping_does_not_stall_the_host() {
+    // Virtual time: each sleep returns at once, so the loop burns fuel.
+    let (_, p) = hostile("sleep-loop", "fuel = 50000000");
+    assert_error(&p, "fuel budget");
+}
+
+#[test]
+fn the_wall_clock_backstop_stops_a_long_run() {
+    let (_, p) = hostile("loop", "timeout_ms = 200");
+    assert_error(&p, "wall-clock backstop of 200 ms");
+}
+
+#[test]
+fn unbounded_memory_growth_hits_the_cap() {
+    let (_, p) = hostile("memory", "memory_mb = 64");
+    assert_error(&p, "memory cap");
+}
+
+#[test]
+fn unbounded_recursion_overflows_the_stack() {
+    let (_, p) = hostile("recurse", "");
+    assert_error(&p, "stack overflow");
+}
+
+#[test]
+fn flooding_stdout_is_an_error_and_the_excerpt_is_marked() {
+    let (_, p) = hostile("flood", "");
+    assert_error(&p, "stdout exceeded");
+    let stdout = p["stdout"].as_str().unwrap();
+    assert!(stdout.len() < 8192, "the record keeps only an excerpt");
+    assert!(stdout.contains("[... truncated:"), "{stdout}");
+}
+
+#[test]
+fn a_panic_is_an_error() {
+    let (_, p) = hostile("panic", "");
+    assert_error(&p, "unreachable");
+    assert!(
+        p["stderr"].as_str().unwrap().contains("panics on purpose"),
+        "{p:#}"
+    );
+}
+
+#[test]
+fn calling_exit_before_returning_is_an_error() {
+    let (_, p) = hostile("exit", "");
+    assert_error(&p, "called exit(0)");
+}
+
+#[test]
+fn malformed_results_are_errors() {
+    let (_, p) = hostile("bad-finding", "");
+    assert_error(&p, "malformed result");
+    let (_, p) = hostile("empty-miss", "");
+    assert_error(&p, "malformed result");
+}
+
+#[test]
+fn the_wall_clock_is_fixed() {
+    // The `clock` mode misses with the time it read; a miss is not review.
+    let (_, p) = hostile("clock", "");
+    assert_eq!(p["outcome"], "miss");
+    assert_eq!(
+        p["findings"][0]["message"],
+        format!(
+            "wall clock reads {}",
+            agent_ledger::sandbox::FIXED_WALL_CLOCK_SECS
+        )
+    );
+}
+
+#[test]
+fn a_core_module_or_garbage_is_refused() {
+    let dir = tempdir();
+    let fake = dir.path().join("fake.wasm");
+    write(&fake, b"\0asm\x01\0\0\0");
+    let (_, p) = hostile_with(fake.to_str().unwrap(), "", "", |_| {});
+    assert_error(&p, "not a WebAssembly component");
+}
+
+/// One test per component the plugins workspace builds: it loads (compiles,
+/// passes the import audit, describes itself by its crate name), except the
+/// socket plugin, which the audit refuses.
+macro_rules! plugin_loads {
+    ($name:ident, $path:ident) => {
+        #[test]
+        fn $name() {
+            let sandbox = agent_ledger::sandbox::Sandbox::new(None).unwrap();
+            let bytes = std::fs::read(agent_ledger::plugins::$path).unwrap();
+            match sandbox.load(&bytes) {
+                Ok(p) => assert_eq!(p.name, stringify!($name)),
+                Err(r) => assert!(
+                    stringify!($name) == "hostile_socket" && r.0.contains("wasi:sockets/"),
+                    "{}",
+                    r.0
+                ),
+            }
+        }
+    };
+}
+
+mod each_plugin {
+    agent_ledger::foreach_plugin!(plugin_loads);
+}
