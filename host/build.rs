@@ -13,6 +13,8 @@ use std::process::Command;
 const PLUGINS: &[(&str, Kind)] = &[
     ("tests_not_deleted", Kind::Builtin),
     ("assertions_not_weakened", Kind::Builtin),
+    ("span_bijection", Kind::Builtin),
+    ("tests_pass", Kind::Builtin),
     ("retry_oracle", Kind::Example),
     ("hostile", Kind::Test),
     ("hostile_socket", Kind::Test),

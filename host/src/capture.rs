@@ -172,6 +172,9 @@ pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Res
             ));
         }
     };
+    if let Some(trace) = &receipt.trace {
+        read_stored(path, trace)?;
+    }
     let judgement = judge(format, &response, receipt.declared_bytes);
     if judgement.patch != patch {
         return Err(Error::data(

@@ -37,6 +37,12 @@ pub enum Command {
     Replay(commands::replay::ReplayArgs),
     /// Lock, replay and classify in one command: the CI gate (exit code = verdict).
     Check(commands::check::CheckArgs),
+    /// The traced adapter: write, delete or run a command with every change on the trace.
+    Trace(commands::trace::TraceArgs),
+    /// Compare a trace with the working tree (exit 0 agree, 1 ghost/phantom/hash miss, 2 open span, 3 no mutation).
+    Reconcile(commands::reconcile::ReconcileArgs),
+    /// Flake freezes: observe (from evidence only), list, prune.
+    Flake(commands::flake::FlakeArgs),
 }
 
 impl Cli {
@@ -51,6 +57,9 @@ impl Cli {
             Command::Classify(cmd) => cmd.execute(&ledger),
             Command::Replay(cmd) => cmd.execute(explicit),
             Command::Check(cmd) => cmd.execute(explicit),
+            Command::Trace(cmd) => cmd.execute(),
+            Command::Reconcile(cmd) => cmd.execute(explicit),
+            Command::Flake(cmd) => cmd.execute(explicit),
         }
     }
 }

@@ -49,6 +49,9 @@ pub enum Error {
     Data { path: PathBuf, reason: String },
     #[error("{0}")]
     Missing(String),
+    /// A request refused by a rule (a flake freeze without evidence, ...).
+    #[error("refused: {0}")]
+    Refused(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -60,7 +63,7 @@ impl Error {
             Error::Read { source, .. } if source.kind() == io::ErrorKind::NotFound => NO_INPUT,
             Error::Read { .. } => IO,
             Error::Write { .. } | Error::Exists { .. } => CANT_CREATE,
-            Error::Data { .. } => DATA,
+            Error::Data { .. } | Error::Refused(_) => DATA,
             Error::Missing(_) => NO_INPUT,
             Error::Internal(_) => SOFTWARE,
         }

@@ -38,6 +38,12 @@ impl Ledger {
     pub fn properties(&self, run: &RunId) -> PathBuf {
         self.root.join("properties").join(format!("{run}.json"))
     }
+    /// The test report of a run, stored beside its property record.
+    pub fn junit(&self, run: &RunId) -> PathBuf {
+        self.root
+            .join("properties")
+            .join(format!("{run}.junit.xml"))
+    }
     pub fn verdict(&self, run: &RunId) -> PathBuf {
         self.root.join("verdicts").join(format!("{run}.json"))
     }
@@ -133,16 +139,20 @@ pub fn write_record<T: Record>(path: &Path, record: &T) -> Result<String> {
 /// record from the same inputs is idempotent, but a different record is never
 /// written over the one on file. Returns the record's sha256.
 pub fn write_or_match<T: Record>(path: &Path, record: &T, what: &str) -> Result<String> {
-    let bytes = to_bytes(record);
+    write_bytes_or_match(path, &to_bytes(record), what)
+}
+
+/// [`write_or_match`] for bytes that are not a record (a stored report).
+pub fn write_bytes_or_match(path: &Path, bytes: &[u8], what: &str) -> Result<String> {
     match fs::read(path) {
-        Ok(existing) if existing == bytes => Ok(sha256_hex(&bytes)),
+        Ok(existing) if existing == bytes => Ok(sha256_hex(bytes)),
         Ok(_) => Err(Error::Exists {
             path: path.to_path_buf(),
             hint: format!("the {what} on file differs from the one derived now; {RETRY_HINT}"),
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            write_new(path, &bytes)?;
-            Ok(sha256_hex(&bytes))
+            write_new(path, bytes)?;
+            Ok(sha256_hex(bytes))
         }
         Err(e) => Err(Error::read(path, e)),
     }

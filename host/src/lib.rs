@@ -10,14 +10,18 @@ pub mod config;
 pub mod diff;
 pub mod digest;
 pub mod exit;
+pub mod freeze;
 pub mod git;
+pub mod junit;
 pub mod ledger;
 pub mod lock;
 pub mod output;
 pub mod provider;
+pub mod reconcile;
 pub mod record;
 pub mod replay;
 pub mod sandbox;
+pub mod trace;
 
 /// The property components built from `plugins/` by `build.rs`.
 pub mod plugins {

@@ -220,10 +220,29 @@ pub struct PropertyRecord {
     pub base_revision: String,
     /// sha256 of the configuration the replay used.
     pub config_sha256: String,
+    /// The injected "now" flake-freeze expiry was judged against (`--now`,
+    /// else the transcript's `captured_at`), RFC 3339 UTC.
+    pub now: String,
+    /// The JUnit report the trial supplied (`--junit`) or its test command
+    /// produced, stored beside this record as `ID.junit.xml`.
+    pub junit: Option<StoredFile>,
+    /// The test command replay ran itself (`--test-cmd`), if any.
+    pub test_run: Option<TestRun>,
     /// Drift of the fixture roots between the lock and the patched tree.
     pub fixtures: Drift,
     /// Results in configuration order; `patch_applies` first.
     pub properties: Vec<PropertyResult>,
+}
+
+/// How replay ran the project's test command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestRun {
+    pub command: String,
+    /// `isolated` (a new network namespace) or `allowed` (`--allow-network`
+    /// when no namespace could be made).
+    pub network: String,
+    /// The command's exit code (null when killed by a signal).
+    pub exit_code: Option<i32>,
 }
 
 impl Record for PropertyRecord {

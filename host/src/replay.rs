@@ -69,13 +69,27 @@ pub fn load_config(repo: &Repo, base: &str, file: Option<&Path>) -> Result<confi
     }
 }
 
-/// The properties that run: the configured ones, or the built-ins.
-pub fn properties(config: &Config) -> Vec<PropertyConfig> {
+/// Which optional inputs a trial has.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Present {
+    pub trace: bool,
+    pub junit: bool,
+}
+
+/// The properties that run: the configured ones, or the built-ins
+/// (`span_bijection` only when the trial has a trace, `tests_pass` only when
+/// it has a test report).
+pub fn properties(config: &Config, present: Present) -> Vec<PropertyConfig> {
     if !config.properties.is_empty() {
         return config.properties.clone();
     }
     crate::plugins::BUILTINS
         .iter()
+        .filter(|(name, _)| match *name {
+            "span_bijection" => present.trace,
+            "tests_pass" => present.junit,
+            _ => true,
+        })
         .map(|(name, _)| PropertyConfig {
             name: name.to_string(),
             plugin: format!("builtin:{name}"),
@@ -100,6 +114,11 @@ pub struct Trial<'a> {
     pub transcript: &'a Loaded<TranscriptReceipt>,
     pub lock: &'a Loaded<FixtureLock>,
     pub sandbox: &'a Sandbox,
+    /// The instant flake-freeze expiry is judged against.
+    pub now: time::OffsetDateTime,
+    /// The test report, when the trial has one, and how it was produced.
+    pub junit: Option<(crate::record::StoredFile, Vec<u8>)>,
+    pub test_run: Option<crate::record::TestRun>,
 }
 
 /// Reads and checks the transcript; `Ok(None)` when there is none.
@@ -222,7 +241,7 @@ impl Trial<'_> {
         ];
         patterns.extend(c.protect.paths.iter().cloned());
         patterns.extend(self.ledger_rel.iter().cloned());
-        for p in properties(c) {
+        for p in &c.properties {
             if !p.plugin.starts_with("builtin:") && !Path::new(&p.plugin).is_absolute() {
                 patterns.push(p.plugin.clone());
             }
@@ -248,6 +267,19 @@ impl Trial<'_> {
             &read_bytes(&self.transcript.path)?,
         )?;
         write_file(&inputs.join("lock.json"), &read_bytes(&self.lock.path)?)?;
+        let mut present = Present::default();
+        if let Some(trace) = &self.transcript.record.trace {
+            write_file(
+                &inputs.join("trace.jsonl"),
+                &crate::capture::read_stored(&self.transcript.path, trace)?,
+            )?;
+            present.trace = true;
+        }
+        if let Some((_, bytes)) = &self.junit {
+            write_file(&inputs.join("junit.xml"), bytes)?;
+            present.junit = true;
+        }
+        let frozen = self.frozen_tests(&inputs)?;
 
         let mut record = PropertyRecord {
             schema: SCHEMA,
@@ -257,6 +289,9 @@ impl Trial<'_> {
             lock_sha256: self.lock.sha256.clone(),
             base_revision: self.base.to_string(),
             config_sha256: self.config.sha256.clone(),
+            now: crate::freeze::format_time(self.now),
+            junit: self.junit.as_ref().map(|(stored, _)| stored.clone()),
+            test_run: self.test_run.clone(),
             fixtures: Drift::default(),
             properties: Vec::new(),
         };
@@ -312,7 +347,7 @@ impl Trial<'_> {
             changes,
             config: Vec::new(),
         };
-        let props = properties(&self.config.config);
+        let props = properties(&self.config.config, present);
         let results: Vec<PropertyResult> = props
             .par_iter()
             .enumerate()
@@ -320,6 +355,7 @@ impl Trial<'_> {
                 self.run_property(
                     p,
                     &trial,
+                    &frozen,
                     &mounts,
                     &tmp.path().join(format!("known-bad-{i}")),
                 )
@@ -375,10 +411,23 @@ impl Trial<'_> {
         Ok(findings)
     }
 
+    /// The freeze file at the base revision (the patch can never carry it),
+    /// copied to the inputs; returns the tests frozen at `now`.
+    fn frozen_tests(&self, inputs: &Path) -> Result<Vec<String>> {
+        let file = &self.config.config.flakes.file;
+        let Some(bytes) = self.repo.read_at(self.base, file)? else {
+            return Ok(Vec::new());
+        };
+        write_file(&inputs.join("flakes.toml"), &bytes)?;
+        let source = format!("{file} at {}", self.base);
+        Ok(crate::freeze::FreezeFile::parse(&bytes, Path::new(&source))?.active_tests(self.now))
+    }
+
     fn run_property(
         &self,
         p: &PropertyConfig,
         trial: &TrialInput,
+        frozen: &[String],
         mounts: &Mounts<'_>,
         scratch: &Path,
     ) -> Result<PropertyResult> {
@@ -388,7 +437,13 @@ impl Trial<'_> {
         config
             .entry("test_globs".into())
             .or_insert_with(|| self.config.config.tests.globs.join("\n"));
+        config
+            .entry("frozen".into())
+            .or_insert_with(|| frozen.join("\n"));
         let config: Vec<(String, String)> = config.into_iter().collect();
+        if let Some((stored, _)) = &self.junit {
+            result.inputs.insert("junit".into(), stored.sha256.clone());
+        }
         result
             .inputs
             .insert("base_revision".into(), self.base.to_string());
@@ -655,6 +710,67 @@ fn changes_of(co: &Checkout, base: &str) -> Result<Vec<Change>> {
             old_path: c.old_path,
         })
         .collect())
+}
+
+/// Runs the project's test command in its own patched checkout, with no
+/// network: in a new network namespace, or (only with `allow_network`)
+/// without one when no namespace can be made. The command finds the report
+/// path it must write in `AGENT_LEDGER_JUNIT`. Returns how it ran and the
+/// report (None when it wrote none).
+pub fn run_tests(
+    repo: &Repo,
+    base: &str,
+    patch: &[u8],
+    command: &str,
+    allow_network: bool,
+) -> Result<(crate::record::TestRun, Option<Vec<u8>>)> {
+    let tmp = tempdir()?;
+    let patch_file = tmp.path().join("patch.diff");
+    write_file(&patch_file, patch)?;
+    let co = repo.checkout(base, &tmp.path().join("tests"))?;
+    if let Err(msg) = co.apply(&patch_file)? {
+        return Err(Error::Refused(format!(
+            "the patch does not apply, so the test command cannot run: {msg}"
+        )));
+    }
+    let isolated = std::process::Command::new("unshare")
+        .args(["--net", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !isolated && !allow_network {
+        return Err(Error::Refused(
+            "no network namespace can be made here (`unshare --net`), so the test command would have network access; pass --allow-network to run it anyway".into(),
+        ));
+    }
+    let report = tmp.path().join("junit.xml");
+    let mut cmd = if isolated {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--net", "--", "sh", "-c", command]);
+        c
+    } else {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", command]);
+        c
+    };
+    let status = cmd
+        .current_dir(&co.tree)
+        .env("AGENT_LEDGER_JUNIT", &report)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .map_err(|e| Error::Internal(format!("cannot run the test command: {e}")))?;
+    let junit = match std::fs::read(&report) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::read(&report, e)),
+    };
+    let run = crate::record::TestRun {
+        command: command.to_string(),
+        network: if isolated { "isolated" } else { "allowed" }.into(),
+        exit_code: status.code(),
+    };
+    Ok((run, junit))
 }
 
 /// The ledger directory relative to the repository root, when inside it.

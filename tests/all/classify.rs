@@ -51,6 +51,9 @@ fn write_properties(d: &Path, run_id: &str, fixtures: Drift, props: Vec<Property
         lock_sha256: sha(&ledger.join(format!("fixtures/{run_id}.lock.json"))),
         base_revision: "0".repeat(40),
         config_sha256: "0".repeat(64),
+        now: "2026-11-30T00:00:00Z".into(),
+        junit: None,
+        test_run: None,
         fixtures,
         properties: props,
     };

@@ -4,6 +4,7 @@ mod capture;
 mod classify;
 mod cli;
 mod lock;
+mod reconcile;
 mod replay;
 mod sandbox;
 mod support;

@@ -29,6 +29,10 @@ pub struct CaptureArgs {
     /// The provider's request id.
     #[arg(long, value_name = "R")]
     pub request_id: Option<String>,
+    /// The agent's tool-call trace (JSONL, see `agent-ledger trace`), stored
+    /// beside the transcript for the `span_bijection` property.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
 }
 
 /// Splits the values of `--format` into the body format and output format.
@@ -81,6 +85,14 @@ impl CaptureArgs {
         let run = RunId::parse(&self.run)?;
         let (format, output) = resolve_formats(&self.formats)?;
         let body = read_input(&self.body)?;
+        let trace = match &self.trace {
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+                crate::trace::parse(path, &bytes)?;
+                Some(bytes)
+            }
+            None => None,
+        };
         let receipt = capture(
             ledger,
             CaptureInput {
@@ -89,7 +101,7 @@ impl CaptureArgs {
                 body: &body,
                 declared_bytes: self.declared_bytes,
                 request_id: self.request_id,
-                trace: None,
+                trace: trace.as_deref(),
                 captured_at: now_rfc3339(),
             },
         )?;

@@ -27,6 +27,11 @@ impl CheckArgs {
             properties: None,
         };
         let mut notes = Vec::new();
+        // The report is kept even for a trial that goes no further, so a
+        // flake observation can see which trial it came from.
+        if let Some(bytes) = &r.junit {
+            r.store_junit(bytes)?;
+        }
         if let Some((transcript, patch)) = replay::read_transcript(&r.ledger, &r.run)? {
             if transcript.record.complete {
                 let lock = match replay::read_lock(&r.ledger, &r.run, &transcript)? {

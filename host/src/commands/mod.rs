@@ -3,5 +3,8 @@
 pub mod capture;
 pub mod check;
 pub mod classify;
+pub mod flake;
 pub mod lock;
+pub mod reconcile;
 pub mod replay;
+pub mod trace;

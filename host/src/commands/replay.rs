@@ -35,6 +35,21 @@ pub struct TrialArgs {
     /// Do not cache compiled components on disk.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
+    /// A JUnit XML report of the project's suite on the patched tree, for
+    /// the `tests_pass` property; stored in the ledger with its digest.
+    #[arg(long, value_name = "FILE", conflicts_with = "test_cmd")]
+    pub junit: Option<PathBuf>,
+    /// Run the project's suite in a temporary patched tree with no network;
+    /// it must write a JUnit report to the path in `$AGENT_LEDGER_JUNIT`.
+    #[arg(long, value_name = "CMD")]
+    pub test_cmd: Option<String>,
+    /// Run `--test-cmd` even when no network namespace can be made.
+    #[arg(long, requires = "test_cmd")]
+    pub allow_network: bool,
+    /// The instant flake-freeze expiry is judged against (RFC 3339 or a
+    /// date) [default: the transcript's `captured_at`].
+    #[arg(long, value_name = "T")]
+    pub now: Option<String>,
 }
 
 /// A trial resolved from its arguments: repository, base, configuration, ledger.
@@ -45,6 +60,10 @@ pub struct Resolved {
     pub config: config::Loaded,
     pub ledger: Ledger,
     pub cache_dir: Option<PathBuf>,
+    pub junit: Option<Vec<u8>>,
+    pub test_cmd: Option<String>,
+    pub allow_network: bool,
+    pub now: Option<time::OffsetDateTime>,
 }
 
 impl TrialArgs {
@@ -62,6 +81,20 @@ impl TrialArgs {
         } else {
             self.cache_dir.clone().or_else(default_cache_dir)
         };
+        let junit = match &self.junit {
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+                crate::junit::parse(path, &bytes)?;
+                Some(bytes)
+            }
+            None => None,
+        };
+        let now = match &self.now {
+            Some(s) => Some(
+                crate::freeze::parse_time(s).map_err(|e| Error::Usage(format!("`--now`: {e}")))?,
+            ),
+            None => None,
+        };
         Ok(Resolved {
             run,
             repo,
@@ -69,6 +102,10 @@ impl TrialArgs {
             config,
             ledger,
             cache_dir,
+            junit,
+            test_cmd: self.test_cmd.clone(),
+            allow_network: self.allow_network,
+            now,
         })
     }
 }
@@ -98,6 +135,23 @@ impl Resolved {
         patch: &[u8],
         lock: &Loaded<FixtureLock>,
     ) -> Result<Loaded<PropertyRecord>> {
+        let now = match self.now {
+            Some(n) => n,
+            None => crate::freeze::parse_time(&transcript.record.captured_at)
+                .map_err(|e| Error::data(&transcript.path, format!("field `captured_at`: {e}")))?,
+        };
+        let (test_run, produced) = match &self.test_cmd {
+            Some(cmd) => {
+                let (run, report) =
+                    replay::run_tests(&self.repo, &self.base, patch, cmd, self.allow_network)?;
+                (Some(run), report)
+            }
+            None => (None, None),
+        };
+        let junit = match produced.as_ref().or(self.junit.as_ref()) {
+            Some(bytes) => Some((self.store_junit(bytes)?, bytes.clone())),
+            None => None,
+        };
         let trial = Trial {
             run: &self.run,
             repo: &self.repo,
@@ -107,6 +161,9 @@ impl Resolved {
             transcript,
             lock,
             sandbox,
+            now,
+            junit,
+            test_run,
         };
         let record = trial.replay(patch)?;
         let path = self.ledger.properties(&self.run);
@@ -115,6 +172,22 @@ impl Resolved {
             record,
             sha256,
             path,
+        })
+    }
+}
+
+impl Resolved {
+    /// Stores the trial's test report in the ledger (never over a different one).
+    pub fn store_junit(&self, bytes: &[u8]) -> Result<crate::record::StoredFile> {
+        let path = self.ledger.junit(&self.run);
+        let sha256 = ledger::write_bytes_or_match(&path, bytes, "test report")?;
+        Ok(crate::record::StoredFile {
+            file: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            sha256,
+            bytes: bytes.len() as u64,
         })
     }
 }

@@ -1,0 +1,303 @@
+//! `agent-ledger flake observe|list|prune`: the flake-freeze file.
+
+use crate::cli::{OutputArgs, OutputFormat};
+use crate::config::{self, Config};
+use crate::digest::sha256_hex;
+use crate::exit::{self, Error, Result};
+use crate::freeze::{FreezeFile, Row, format_time, parse_time};
+use crate::junit::{self, Status};
+use crate::ledger::{self, RunId};
+use crate::output;
+use crate::record::TranscriptReceipt;
+use std::path::{Path, PathBuf};
+use time::OffsetDateTime;
+
+#[derive(Debug, clap::Args)]
+pub struct FlakeArgs {
+    #[command(subcommand)]
+    pub command: FlakeCommand,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct FreezeWhere {
+    /// The repository whose `agent-ledger.toml` names the freeze file.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// The freeze file [default: `[flakes].file` of the configuration, else `flakes.toml`].
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// The instant expiry is judged against (RFC 3339 or a date) [default: now].
+    #[arg(long, value_name = "T")]
+    pub now: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum FlakeCommand {
+    /// Freeze a test from evidence: two or more JUnit reports of one revision
+    /// in which it both passed and failed.
+    Observe {
+        /// Test id: the testcase's `classname::name`.
+        #[arg(long, value_name = "ID")]
+        test: String,
+        /// The revision the reports were produced at.
+        #[arg(long, value_name = "REV")]
+        revision: String,
+        /// Why the test is believed flaky.
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        /// When the freeze ends (RFC 3339 or a date; at most `max_days` ahead).
+        #[arg(long, value_name = "DATE")]
+        expires: String,
+        /// A JUnit XML report (repeat: two or more).
+        #[arg(long = "report", value_name = "FILE", required = true)]
+        reports: Vec<PathBuf>,
+        #[command(flatten)]
+        at: FreezeWhere,
+    },
+    /// Show active and expired rows.
+    List {
+        #[command(flatten)]
+        at: FreezeWhere,
+    },
+    /// Remove expired rows.
+    Prune {
+        #[command(flatten)]
+        at: FreezeWhere,
+    },
+}
+
+pub fn resolve_now(now: Option<&str>) -> Result<OffsetDateTime> {
+    match now {
+        Some(s) => parse_time(s).map_err(|e| Error::Usage(format!("`--now`: {e}"))),
+        None => Ok(OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .unwrap_or_else(|_| OffsetDateTime::now_utc())),
+    }
+}
+
+struct Setup {
+    config: Config,
+    file: PathBuf,
+    now: OffsetDateTime,
+}
+
+fn setup(at: &FreezeWhere) -> Result<Setup> {
+    let config_path = at.repo.join(config::FILE_NAME);
+    let config = match std::fs::read(&config_path) {
+        Ok(bytes) => Config::parse(&bytes, &config_path)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::absent(),
+        Err(e) => return Err(Error::read(&config_path, e)),
+    };
+    let file = at
+        .file
+        .clone()
+        .unwrap_or_else(|| at.repo.join(&config.flakes.file));
+    Ok(Setup {
+        now: resolve_now(at.now.as_deref())?,
+        config,
+        file,
+    })
+}
+
+impl FlakeArgs {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<i32> {
+        match self.command {
+            FlakeCommand::Observe {
+                test,
+                revision,
+                reason,
+                expires,
+                reports,
+                at,
+            } => {
+                let s = setup(&at)?;
+                let ledger = ledger
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| at.repo.join(&s.config.ledger));
+                observe(
+                    &s, &ledger, &test, &revision, &reason, &expires, &reports, &at,
+                )
+            }
+            FlakeCommand::List { at } => {
+                let s = setup(&at)?;
+                let freeze = FreezeFile::load(&s.file)?;
+                show(&freeze, s.now, at.output.format, "")?;
+                Ok(exit::OK)
+            }
+            FlakeCommand::Prune { at } => {
+                let s = setup(&at)?;
+                let mut freeze = FreezeFile::load(&s.file)?;
+                let before = freeze.rows.len();
+                freeze.rows.retain(|r| r.active(s.now));
+                let removed = before - freeze.rows.len();
+                if removed > 0 {
+                    freeze.save(&s.file)?;
+                }
+                show(
+                    &freeze,
+                    s.now,
+                    at.output.format,
+                    &format!("pruned {removed} expired row(s)\n"),
+                )?;
+                Ok(exit::OK)
+            }
+        }
+    }
+}
+
+fn show(freeze: &FreezeFile, now: OffsetDateTime, format: OutputFormat, head: &str) -> Result<()> {
+    match format {
+        OutputFormat::Json => output::print_json(&serde_json::json!({
+            "now": format_time(now),
+            "rows": freeze.rows.iter().map(|r| serde_json::json!({
+                "test": r.test, "revision": r.revision, "reason": r.reason, "expires": r.expires,
+                "observed_at": r.observed_at, "reports": r.reports, "runs": r.runs,
+                "status": if r.active(now) { "active" } else { "expired" },
+            })).collect::<Vec<_>>(),
+        })),
+        OutputFormat::Human => {
+            let mut text = head.to_string();
+            if freeze.rows.is_empty() {
+                text.push_str("no flake freezes\n");
+            }
+            for r in &freeze.rows {
+                text.push_str(&format!(
+                    "{:7}  {}  expires {}  ({})\n",
+                    if r.active(now) { "active" } else { "expired" },
+                    r.test,
+                    r.expires,
+                    r.reason
+                ));
+            }
+            output::print(&text)
+        }
+    }
+}
+
+/// The run a report belongs to, found by its digest among the reports stored
+/// in the ledger.
+fn report_run(ledger: &Path, sha: &str) -> Result<Option<String>> {
+    let dir = ledger.join("properties");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(None);
+    };
+    for entry in entries {
+        let path = entry.map_err(|e| Error::read(&dir, e))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Some(run) = name.strip_suffix(".junit.xml") {
+            let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
+            if sha256_hex(&bytes) == sha {
+                return Ok(Some(run.to_string()));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn observe(
+    s: &Setup,
+    ledger: &Path,
+    test: &str,
+    revision: &str,
+    reason: &str,
+    expires: &str,
+    reports: &[PathBuf],
+    at: &FreezeWhere,
+) -> Result<i32> {
+    let refuse = |rule: &str| Err(Error::Refused(rule.to_string()));
+    let revision = crate::git::Repo::open(&at.repo)?.resolve_commit(revision)?;
+    if reason.trim().is_empty() {
+        return refuse("`--reason` must say why the test is believed flaky");
+    }
+    let mut passed = 0;
+    let mut failed = 0;
+    let mut digests = Vec::new();
+    let mut runs = Vec::new();
+    for path in reports {
+        let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+        let sha = sha256_hex(&bytes);
+        if let Some(run) = report_run(ledger, &sha)? {
+            let receipt = ledger::read_optional::<TranscriptReceipt>(
+                &ledger::Ledger::new(ledger).transcript(&RunId::parse(&run)?),
+            )?;
+            if !receipt.is_some_and(|t| t.record.complete) {
+                return refuse(&format!(
+                    "report `{}` belongs to run `{run}`, whose transcript is incomplete or missing: a transport failure cannot open or extend a freeze (rule 2)",
+                    path.display()
+                ));
+            }
+            runs.push(run);
+        }
+        let cases = junit::parse(path, &bytes)?;
+        match cases.iter().rev().find(|c| c.id == test).map(|c| c.status) {
+            Some(Status::Passed) => passed += 1,
+            Some(Status::Failed) => failed += 1,
+            Some(Status::Skipped) | None => {}
+        }
+        if !digests.contains(&sha) {
+            digests.push(sha);
+        }
+    }
+    if digests.len() < 2 {
+        return refuse("a freeze needs two or more distinct JUnit reports of the same revision");
+    }
+    if passed == 0 || failed == 0 {
+        return refuse(&format!(
+            "no evidence of nondeterminism: `{test}` passed in {passed} and failed in {failed} report(s); a plain failure or a property miss cannot create a row (rule 1)"
+        ));
+    }
+    let expiry = parse_time(expires).map_err(|e| Error::Usage(format!("`--expires`: {e}")))?;
+    if expiry <= s.now {
+        return refuse(&format!(
+            "`--expires {expires}` is not after now ({})",
+            format_time(s.now)
+        ));
+    }
+    let max = s.now + time::Duration::days(i64::from(s.config.flakes.max_days));
+    if expiry > max {
+        return refuse(&format!(
+            "`--expires {expires}` is further out than `max_days` = {} (latest {})",
+            s.config.flakes.max_days,
+            format_time(max)
+        ));
+    }
+    let mut freeze = FreezeFile::load(&s.file)?;
+    if let Some(row) = freeze
+        .rows
+        .iter()
+        .find(|r| r.test == test && r.active(s.now))
+        && digests.iter().all(|d| row.reports.contains(d))
+    {
+        return refuse(&format!(
+            "`{test}` is already frozen until {}; extending a row needs a new observation (new reports)",
+            row.expires
+        ));
+    }
+    let mut row = Row {
+        test: test.to_string(),
+        revision,
+        reason: reason.to_string(),
+        expires: format_time(expiry),
+        observed_at: format_time(s.now),
+        reports: digests,
+        runs,
+    };
+    if let Some(old) = freeze.rows.iter().position(|r| r.test == test) {
+        let old = freeze.rows.remove(old);
+        if old.active(s.now) {
+            for d in old.reports {
+                if !row.reports.contains(&d) {
+                    row.reports.push(d);
+                }
+            }
+        }
+    }
+    freeze.rows.push(row);
+    freeze.rows.sort_by(|a, b| a.test.cmp(&b.test));
+    freeze.save(&s.file)?;
+    output::print(&format!("frozen: {test} until {}\n", format_time(expiry)))?;
+    Ok(exit::OK)
+}

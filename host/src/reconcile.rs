@@ -1,0 +1,262 @@
+//! Reconciling a tool-call trace with the working tree: every changed path
+//! must be owned by a closed write/delete span, every such span's path must
+//! have changed, and the bytes on disk must be what the span says.
+//!
+//! The delta is what `git status --porcelain=v2 -z -uall` reports: staged and
+//! unstaged changes against HEAD, untracked files included, ignored files
+//! outside the ledger, a rename as its old path deleted plus its new path
+//! added, unmerged paths as changed. Paths are compared as raw bytes.
+
+use crate::digest::sha256_file;
+use crate::exit::{Error, Result};
+use crate::trace::{Op, Span, Status};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Paths that differ from HEAD in the working tree or index.
+pub fn changed_paths(repo: &Path) -> Result<BTreeSet<Vec<u8>>> {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "core.quotePath=false",
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "-uall",
+        ])
+        .current_dir(repo)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::Internal(format!("cannot run git status: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Missing(format!(
+            "`{}`: git status failed: {}",
+            repo.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    parse_status(&out.stdout)
+        .map_err(|e| Error::Internal(format!("unexpected git status output: {e}")))
+}
+
+/// Parses `git status --porcelain=v2 -z` records.
+pub fn parse_status(bytes: &[u8]) -> std::result::Result<BTreeSet<Vec<u8>>, String> {
+    let mut paths = BTreeSet::new();
+    let mut fields = bytes.split(|&b| b == 0);
+    while let Some(rec) = fields.next() {
+        if rec.is_empty() {
+            continue;
+        }
+        let after_spaces = |n: usize| -> std::result::Result<Vec<u8>, String> {
+            rec.splitn(n + 1, |&b| b == b' ')
+                .nth(n)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| format!("short record `{}`", String::from_utf8_lossy(rec)))
+        };
+        match rec[0] {
+            b'1' => {
+                paths.insert(after_spaces(8)?);
+            }
+            b'2' => {
+                paths.insert(after_spaces(9)?);
+                let orig = fields.next().ok_or("rename without its original path")?;
+                paths.insert(orig.to_vec());
+            }
+            b'u' => {
+                paths.insert(after_spaces(10)?);
+            }
+            b'?' => {
+                paths.insert(after_spaces(1)?);
+            }
+            b'!' | b'#' => {}
+            other => return Err(format!("unknown record type `{}`", other as char)),
+        }
+    }
+    Ok(paths)
+}
+
+pub fn abs(repo: &Path, path: &[u8]) -> PathBuf {
+    repo.join(OsStr::from_bytes(path))
+}
+
+/// sha256 of the file at `path` in `repo`, `None` when absent.
+pub fn hash_at(repo: &Path, path: &[u8]) -> Result<Option<String>> {
+    let p = abs(repo, path);
+    match std::fs::symlink_metadata(&p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::read(&p, e)),
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(&p).map_err(|e| Error::read(&p, e))?;
+            Ok(Some(crate::digest::sha256_hex(
+                target.as_os_str().as_bytes(),
+            )))
+        }
+        Ok(m) if m.is_dir() => Ok(None),
+        Ok(_) => sha256_file(&p)
+            .map(|(h, _)| Some(h))
+            .map_err(|e| Error::read(&p, e)),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OpenSpan {
+    pub span: String,
+    pub op: String,
+    pub path: String,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HashMiss {
+    pub path: String,
+    pub span: String,
+    /// What the span says should be there (null: absent).
+    pub expected: Option<String>,
+    /// What is there (null: absent).
+    pub actual: Option<String>,
+}
+
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub open: Vec<OpenSpan>,
+    pub ghosts: Vec<String>,
+    pub phantoms: Vec<String>,
+    pub hash_misses: Vec<HashMiss>,
+    /// Closed write/delete spans counted.
+    pub mutating_spans: usize,
+    /// Paths in the delta.
+    pub changed: usize,
+}
+
+/// Judges spans against the working tree. `exclude` are paths never counted
+/// as changed (the trace file itself, the ledger).
+pub fn reconcile(repo: &Path, spans: &[Span], exclude: &[Vec<u8>]) -> Result<Report> {
+    let mut report = Report::default();
+    for s in spans.iter().filter(|s| s.close.is_none()) {
+        report.open.push(OpenSpan {
+            span: s.id.clone(),
+            op: format!("{:?}", s.op).to_lowercase(),
+            path: display_path(&s.path),
+            line: s.open_line,
+        });
+    }
+    let excluded = |p: &[u8]| {
+        exclude
+            .iter()
+            .any(|e| p == e.as_slice() || (p.starts_with(e) && p.get(e.len()) == Some(&b'/')))
+    };
+    let delta: BTreeSet<Vec<u8>> = changed_paths(repo)?
+        .into_iter()
+        .filter(|p| !excluded(p))
+        .collect();
+    report.changed = delta.len();
+    // The last closed mutating span of each path judges it.
+    let mut last: BTreeMap<&[u8], &Span> = BTreeMap::new();
+    for s in spans {
+        let closed = s.close.as_ref().is_some_and(|c| c.status == Status::Closed);
+        if closed && matches!(s.op, Op::Write | Op::Delete) {
+            last.insert(&s.path, s);
+            report.mutating_spans += 1;
+        }
+    }
+    for path in &delta {
+        if !last.contains_key(path.as_slice()) {
+            report.ghosts.push(display_path(path));
+        }
+    }
+    for (path, span) in &last {
+        if !delta.contains(*path) {
+            report.phantoms.push(display_path(path));
+            continue;
+        }
+        let close = span.close.as_ref().expect("closed spans only");
+        let expected = match span.op {
+            Op::Delete => None,
+            _ => close.after.clone(),
+        };
+        let actual = hash_at(repo, path)?;
+        if actual != expected {
+            report.hash_misses.push(HashMiss {
+                path: display_path(path),
+                span: span.id.clone(),
+                expected,
+                actual,
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// A path for people: as is when it is printable UTF-8 without quotes or
+/// backslashes; otherwise C-quoted as git does, with octal escapes for bytes
+/// that are not printable UTF-8.
+pub fn display_path(p: &[u8]) -> String {
+    let plain = std::str::from_utf8(p)
+        .ok()
+        .filter(|s| !s.chars().any(|c| c.is_control() || c == '"' || c == '\\'));
+    if let Some(s) = plain {
+        return s.to_string();
+    }
+    let mut out = String::from("\"");
+    let mut rest = p;
+    while !rest.is_empty() {
+        let valid = match std::str::from_utf8(rest) {
+            Ok(s) => s,
+            Err(e) => std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or(""),
+        };
+        for c in valid.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => out.push_str(&format!("\\{:03o}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        rest = &rest[valid.len()..];
+        if let Some((&b, tail)) = rest.split_first() {
+            out.push_str(&format!("\\{b:03o}"));
+            rest = tail;
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_records() {
+        let raw = b"1 .M N... 100644 100644 100644 aaaa bbbb src/a b.rs\x002 R. N... 100644 100644 100644 aaaa aaaa R100 new name\x00old name\x00? un\ttracked\x00u UU N... 100644 100644 100644 100644 a b c conflict.txt\x00! ignored\x00";
+        let paths = parse_status(raw).unwrap();
+        let want: BTreeSet<Vec<u8>> = [
+            &b"src/a b.rs"[..],
+            b"new name",
+            b"old name",
+            b"un\ttracked",
+            b"conflict.txt",
+        ]
+        .iter()
+        .map(|p| p.to_vec())
+        .collect();
+        assert_eq!(paths, want);
+    }
+
+    #[test]
+    fn paths_are_shown_exactly() {
+        assert_eq!(display_path(b"src/a.rs"), "src/a.rs");
+        assert_eq!(display_path("caf\u{e9} x".as_bytes()), "caf\u{e9} x");
+        assert_eq!(display_path(b"a\nb"), "\"a\\nb\"");
+        assert_eq!(display_path(b"q\"uote"), "\"q\\\"uote\"");
+        assert_eq!(display_path(b"bad\xffbyte"), "\"bad\\377byte\"");
+    }
+}
