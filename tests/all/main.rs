@@ -3,6 +3,7 @@
 mod capture;
 mod classify;
 mod cli;
+mod flake;
 mod lock;
 mod reconcile;
 mod replay;

@@ -1,0 +1,510 @@
+//! Flake freezes: rows only from evidence, expiry against one injected now,
+//! and `tests_pass` that keeps frozen failures visible.
+
+use crate::support::*;
+use std::path::Path;
+
+const FLAKY: &str = "tests.test_queue.TestRetry::test_retry_window";
+
+fn junit(name: &str) -> String {
+    fixture(&format!("junit/{name}.xml"))
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The demo repository with `tests_pass` added to its properties.
+fn flaky_repo() -> DemoRepo {
+    DemoRepo::with(|root| {
+        let mut config = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
+        config.push_str("\n[[property]]\nname = \"tests_pass\"\nplugin = \"builtin:tests_pass\"\n");
+        std::fs::write(root.join("agent-ledger.toml"), config).unwrap();
+    })
+}
+
+fn observe(dir: &Path, reports: &[&str], expires: &str, now: &str) -> Output {
+    let mut args = vec![
+        "flake",
+        "observe",
+        "--test",
+        FLAKY,
+        "--revision",
+        "HEAD",
+        "--reason",
+        "races the retry timer",
+        "--expires",
+        expires,
+        "--now",
+        now,
+    ];
+    let paths: Vec<String> = reports.iter().map(|r| junit(r)).collect();
+    for p in &paths {
+        args.extend(["--report", p.as_str()]);
+    }
+    run(dir, &args)
+}
+
+fn freeze(dir: &Path) -> toml::Value {
+    toml::from_str(&std::fs::read_to_string(dir.join("flakes.toml")).unwrap()).unwrap()
+}
+
+/// Commits the working tree's freeze file as a new base revision.
+fn commit_freeze(repo: &DemoRepo) -> String {
+    git(repo.path(), &["add", "flakes.toml"]);
+    git(repo.path(), &["commit", "-q", "-m", "freeze"]);
+    git(repo.path(), &["rev-parse", "HEAD"])
+}
+
+fn check(repo: &DemoRepo, run_id: &str, base: &str, report: &str, now: &str) -> Output {
+    let cache = cache_dir();
+    let report = junit(report);
+    run(
+        repo.path(),
+        &[
+            "check",
+            "--run",
+            run_id,
+            "--base",
+            base,
+            "--junit",
+            &report,
+            "--now",
+            now,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    )
+}
+
+#[test]
+fn a_flip_between_two_reports_creates_a_row() {
+    let repo = flaky_repo();
+    let out = observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-10",
+        "2026-11-30T12:00:00Z",
+    );
+    out.assert_code(0);
+    let f = freeze(repo.path());
+    assert_eq!(f["schema"].as_integer(), Some(1));
+    let row = &f["flake"][0];
+    assert_eq!(row["test"].as_str(), Some(FLAKY));
+    assert_eq!(row["revision"].as_str(), Some(repo.base.as_str()));
+    assert_eq!(row["expires"].as_str(), Some("2026-12-10T00:00:00Z"));
+    assert_eq!(row["observed_at"].as_str(), Some("2026-11-30T12:00:00Z"));
+    assert_eq!(row["reports"].as_array().unwrap().len(), 2);
+    // An error counts as a failure too.
+    let other = flaky_repo();
+    observe(
+        other.path(),
+        &["flaky-passes", "flaky-errors"],
+        "2026-12-10",
+        "2026-11-30",
+    )
+    .assert_code(0);
+}
+
+#[test]
+fn a_plain_failure_cannot_create_a_row() {
+    let repo = flaky_repo();
+    let out = observe(
+        repo.path(),
+        &["flaky-fails", "flaky-and-real-failure"],
+        "2026-12-10",
+        "2026-11-30",
+    );
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("no evidence of nondeterminism") && out.stderr.contains("rule 1"),
+        "{}",
+        out.stderr
+    );
+    assert!(!repo.path().join("flakes.toml").exists());
+}
+
+#[test]
+fn one_report_twice_is_not_two_observations() {
+    let repo = flaky_repo();
+    let out = observe(
+        repo.path(),
+        &["flaky-fails", "flaky-fails"],
+        "2026-12-10",
+        "2026-11-30",
+    );
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("two or more distinct"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_expiry_past_max_days_or_already_past_is_refused() {
+    let repo = flaky_repo();
+    let out = observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2027-01-15",
+        "2026-11-30",
+    );
+    out.assert_code(65);
+    assert!(out.stderr.contains("max_days"), "{}", out.stderr);
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-11-30",
+        "2026-11-30",
+    )
+    .assert_code(65);
+    // Exactly max_days (30) ahead is allowed.
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-30",
+        "2026-11-30",
+    )
+    .assert_code(0);
+}
+
+#[test]
+fn extending_a_row_needs_a_new_observation() {
+    let repo = flaky_repo();
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-05",
+        "2026-11-30",
+    )
+    .assert_code(0);
+    let out = observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-20",
+        "2026-12-01",
+    );
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("needs a new observation"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        freeze(repo.path())["flake"][0]["expires"].as_str(),
+        Some("2026-12-05T00:00:00Z")
+    );
+    // A new report showing the flip again extends it.
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-errors"],
+        "2026-12-20",
+        "2026-12-01",
+    )
+    .assert_code(0);
+    let f = freeze(repo.path());
+    assert_eq!(f["flake"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        f["flake"][0]["expires"].as_str(),
+        Some("2026-12-20T00:00:00Z")
+    );
+    assert_eq!(f["flake"][0]["reports"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_report_of_an_incomplete_trial_cannot_open_a_row() {
+    let repo = flaky_repo();
+    let body = fixture("capture/openai-sse-no-done.txt");
+    run(
+        repo.path(),
+        &[
+            "capture",
+            "--run",
+            "dropped",
+            "--body",
+            body.to_str().unwrap(),
+            "--format",
+            "openai-sse",
+        ],
+    )
+    .assert_code(2);
+    check(&repo, "dropped", "HEAD", "flaky-fails", "2026-11-30").assert_code(2);
+    assert!(
+        repo.path()
+            .join(".agent-ledger/properties/dropped.junit.xml")
+            .exists()
+    );
+    let out = observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-10",
+        "2026-11-30",
+    );
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("`dropped`") && out.stderr.contains("rule 2"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn list_and_prune_judge_expiry_against_the_injected_now() {
+    let repo = flaky_repo();
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-10",
+        "2026-11-30",
+    )
+    .assert_code(0);
+    let list = |now: &str| {
+        run(
+            repo.path(),
+            &["flake", "list", "--now", now, "--format", "json"],
+        )
+        .json()["rows"][0]["status"]
+            .clone()
+    };
+    assert_eq!(list("2026-12-09T23:59:59Z"), "active");
+    assert_eq!(
+        list("2026-12-10T00:00:00Z"),
+        "expired",
+        "now == expires is already expired"
+    );
+    let out = run(repo.path(), &["flake", "prune", "--now", "2026-12-09"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("pruned 0 expired row(s)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("active"), "{}", out.stdout);
+    let out = run(repo.path(), &["flake", "prune", "--now", "2026-12-10"]);
+    assert!(
+        out.stdout.contains("pruned 1 expired row(s)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        freeze(repo.path())["flake"]
+            .as_array()
+            .is_none_or(|rows| rows.is_empty())
+    );
+    let out = run(repo.path(), &["flake", "list", "--now", "someday"]);
+    out.assert_code(64);
+    assert!(out.stderr.contains("`someday`"), "{}", out.stderr);
+}
+
+#[test]
+fn a_frozen_failure_is_review_and_listed_until_the_freeze_expires() {
+    let repo = flaky_repo();
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-10",
+        "2026-11-30",
+    )
+    .assert_code(0);
+    let base = commit_freeze(&repo);
+    let body = fixture("patches/good.diff");
+    run(
+        repo.path(),
+        &["capture", "--run", "r1", "--body", body.to_str().unwrap()],
+    )
+    .assert_code(0);
+    let out = check(&repo, "r1", &base, "flaky-fails", "2026-12-01");
+    out.assert_code(0);
+    let p = outcome(&repo.properties("r1"), "tests_pass").clone();
+    assert_eq!(p["outcome"], "holds");
+    assert_eq!(p["findings"][0]["frozen"], true);
+    assert!(
+        p["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(FLAKY)
+    );
+    assert_eq!(repo.properties("r1")["now"], "2026-12-01T00:00:00Z");
+    // After expiry the same trial is reject.
+    run(
+        repo.path(),
+        &["capture", "--run", "r2", "--body", body.to_str().unwrap()],
+    )
+    .assert_code(0);
+    check(&repo, "r2", &base, "flaky-fails", "2026-12-10").assert_code(4);
+    let p = outcome(&repo.properties("r2"), "tests_pass").clone();
+    assert_eq!(p["outcome"], "miss");
+    assert!(p["findings"][0].get("frozen").is_none());
+}
+
+#[test]
+fn a_freeze_never_covers_a_second_failing_test() {
+    let repo = flaky_repo();
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-10",
+        "2026-11-30",
+    )
+    .assert_code(0);
+    let base = commit_freeze(&repo);
+    repo_capture(&repo, "r");
+    check(&repo, "r", &base, "flaky-and-real-failure", "2026-12-01").assert_code(4);
+    let p = outcome(&repo.properties("r"), "tests_pass").clone();
+    assert_eq!(p["outcome"], "miss");
+    let findings = p["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "{p:#}");
+    assert!(findings.iter().any(|f| f["frozen"] == true));
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.get("frozen").is_none()
+                && f["message"].as_str().unwrap().contains("test_cap"))
+    );
+}
+
+fn repo_capture(repo: &DemoRepo, run_id: &str) {
+    let body = fixture("patches/good.diff");
+    run(
+        repo.path(),
+        &["capture", "--run", run_id, "--body", body.to_str().unwrap()],
+    )
+    .assert_code(0);
+}
+
+#[test]
+fn a_report_that_ran_zero_tests_is_reject() {
+    for report in ["zero-tests", "only-skipped"] {
+        let repo = flaky_repo();
+        repo_capture(&repo, "r");
+        check(&repo, "r", "HEAD", report, "2026-12-01").assert_code(4);
+        let p = outcome(&repo.properties("r"), "tests_pass").clone();
+        assert_eq!(
+            p["findings"][0]["message"], "the test report ran zero tests",
+            "{report}"
+        );
+    }
+}
+
+#[test]
+fn a_clean_report_is_review_and_stored_with_its_digest() {
+    let repo = flaky_repo();
+    repo_capture(&repo, "r");
+    check(&repo, "r", "HEAD", "all-pass", "2026-12-01").assert_code(0);
+    let record = repo.properties("r");
+    let stored = std::fs::read(repo.path().join(".agent-ledger/properties/r.junit.xml")).unwrap();
+    assert_eq!(
+        record["junit"]["sha256"],
+        agent_ledger::digest::sha256_hex(&stored)
+    );
+    assert_eq!(
+        outcome(&record, "tests_pass")["inputs"]["junit"],
+        record["junit"]["sha256"]
+    );
+}
+
+#[test]
+fn a_patch_that_edits_the_freeze_file_is_rejected() {
+    let repo = flaky_repo();
+    repo.capture("r", "touches-flakes");
+    let out = check(&repo, "r", "HEAD", "all-pass", "2026-12-01");
+    out.assert_code(4);
+    let miss = outcome(&repo.properties("r"), "patch_applies").clone();
+    assert_eq!(miss["findings"][0]["path"], "flakes.toml");
+    assert!(
+        miss["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("protected")
+    );
+}
+
+#[test]
+fn the_test_command_runs_without_network() {
+    let repo = flaky_repo();
+    repo_capture(&repo, "r");
+    // A listener on the host's loopback: the test command must not reach it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pass = junit("all-pass");
+    let fail = junit("flaky-and-real-failure");
+    let cmd = format!(
+        "python3 -c 'import socket,sys; s=socket.socket(); s.settimeout(2); sys.exit(0 if s.connect_ex((\"127.0.0.1\", {port})) == 0 else 1)' && cp {fail} \"$AGENT_LEDGER_JUNIT\" || cp {pass} \"$AGENT_LEDGER_JUNIT\""
+    );
+    let cache = cache_dir();
+    let out = run(
+        repo.path(),
+        &[
+            "check",
+            "--run",
+            "r",
+            "--base",
+            "HEAD",
+            "--test-cmd",
+            &cmd,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    out.assert_code(0);
+    let record = repo.properties("r");
+    assert_eq!(record["test_run"]["network"], "isolated");
+    assert_eq!(outcome(&record, "tests_pass")["outcome"], "holds");
+    drop(listener);
+}
+
+#[test]
+fn without_a_network_namespace_the_test_command_needs_allow_network() {
+    let repo = flaky_repo();
+    repo_capture(&repo, "r");
+    // A PATH with no `unshare` on it: no namespace can be made.
+    let bin = tempdir();
+    for tool in ["git", "sh", "cp"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let target = String::from_utf8(found.stdout).unwrap();
+        std::os::unix::fs::symlink(target.trim(), bin.path().join(tool)).unwrap();
+    }
+    let cmd = format!("cp {} \"$AGENT_LEDGER_JUNIT\"", junit("all-pass"));
+    let cache = cache_dir();
+    let args = [
+        "check",
+        "--run",
+        "r",
+        "--base",
+        "HEAD",
+        "--test-cmd",
+        &cmd,
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ];
+    let mut c = command(repo.path());
+    let out = c.args(args).env("PATH", bin.path()).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(65),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-network"));
+    let mut c = command(repo.path());
+    let out = c
+        .args(args)
+        .arg("--allow-network")
+        .env("PATH", bin.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(repo.properties("r")["test_run"]["network"], "allowed");
+}
