@@ -131,6 +131,9 @@ impl Repo {
     /// A command in a trial tree: its own index and object directory.
     fn trial_git(&self, work_tree: &Path, index: &Path, objects: &Path) -> Command {
         let mut cmd = self.git();
+        // Hard-linked copies share inodes, and making a link changes an
+        // inode's ctime: only content-relevant stat fields may count.
+        cmd.args(["-c", "core.trustctime=false"]);
         cmd.env("GIT_WORK_TREE", work_tree)
             .env("GIT_INDEX_FILE", index)
             .env("GIT_OBJECT_DIRECTORY", objects)
@@ -168,6 +171,24 @@ pub struct Checkout {
     repo: Repo,
 }
 
+fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| Error::write(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| Error::read(from, e))? {
+        let entry = entry.map_err(|e| Error::read(from, e))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let ft = entry.file_type().map_err(|e| Error::read(&src, e))?;
+        if ft.is_dir() {
+            link_tree(&src, &dst)?;
+        } else if ft.is_symlink() {
+            let target = std::fs::read_link(&src).map_err(|e| Error::read(&src, e))?;
+            std::os::unix::fs::symlink(target, &dst).map_err(|e| Error::write(&dst, e))?;
+        } else {
+            std::fs::hard_link(&src, &dst).map_err(|e| Error::write(&dst, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// A path the patch changed, as git reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameStatus {
@@ -177,6 +198,26 @@ pub struct NameStatus {
 }
 
 impl Checkout {
+    /// A copy of this checkout whose files share their contents by hard
+    /// links, with its own copy of the index and its own object directory.
+    /// Several times cheaper than a second checkout, and safe to patch:
+    /// `git apply` replaces a file it changes (unlink, then create), it never
+    /// writes into one, so the original tree keeps its bytes.
+    pub fn link_copy(&self, dir: &Path) -> Result<Checkout> {
+        let tree = dir.join("tree");
+        let objects = dir.join("objects");
+        std::fs::create_dir_all(&objects).map_err(|e| Error::write(&objects, e))?;
+        link_tree(&self.tree, &tree)?;
+        let index = dir.join("index");
+        std::fs::copy(&self.index, &index).map_err(|e| Error::write(&index, e))?;
+        Ok(Checkout {
+            tree,
+            index,
+            objects,
+            repo: self.repo.clone(),
+        })
+    }
+
     fn git(&self) -> Command {
         self.repo.trial_git(&self.tree, &self.index, &self.objects)
     }

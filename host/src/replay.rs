@@ -302,7 +302,8 @@ impl Trial<'_> {
         ]);
 
         let mut findings = self.bounds(patch)?;
-        let patched = self.repo.checkout(self.base, &tmp.path().join("patched"))?;
+        let base_tree = self.repo.checkout(self.base, &tmp.path().join("base"))?;
+        let patched = base_tree.link_copy(&tmp.path().join("patched"))?;
         let mut changes = Vec::new();
         if findings.is_empty() {
             match patched.apply(&patch_file)? {
@@ -334,7 +335,6 @@ impl Trial<'_> {
             return Ok(record);
         }
 
-        let base_tree = self.repo.checkout(self.base, &tmp.path().join("base"))?;
         let mounts = Mounts {
             patched: &patched.tree,
             base: &base_tree.tree,
@@ -356,6 +356,7 @@ impl Trial<'_> {
                     p,
                     &trial,
                     &frozen,
+                    &base_tree,
                     &mounts,
                     &tmp.path().join(format!("known-bad-{i}")),
                 )
@@ -428,6 +429,7 @@ impl Trial<'_> {
         p: &PropertyConfig,
         trial: &TrialInput,
         frozen: &[String],
+        base_tree: &Checkout,
         mounts: &Mounts<'_>,
         scratch: &Path,
     ) -> Result<PropertyResult> {
@@ -482,7 +484,7 @@ impl Trial<'_> {
                 .inputs
                 .insert("known_bad".into(), sha256_hex(&kb_bytes));
             match self.self_test(
-                &plugin, p, &kb_bytes, &config, mounts, scratch, &limits, seed,
+                &plugin, p, &kb_bytes, &config, base_tree, mounts, scratch, &limits, seed,
             )? {
                 SelfTest::Missed => {}
                 SelfTest::Vacuous(msg) => {
@@ -515,6 +517,7 @@ impl Trial<'_> {
         p: &PropertyConfig,
         known_bad: &[u8],
         config: &[(String, String)],
+        base_tree: &Checkout,
         mounts: &Mounts<'_>,
         scratch: &Path,
         limits: &Limits,
@@ -523,7 +526,7 @@ impl Trial<'_> {
         let kb_path = scratch.join("known-bad.diff");
         std::fs::create_dir_all(scratch).map_err(|e| Error::write(scratch, e))?;
         write_file(&kb_path, known_bad)?;
-        let co = self.repo.checkout(self.base, &scratch.join("tree"))?;
+        let co = base_tree.link_copy(scratch)?;
         if let Err(msg) = co.apply(&kb_path)? {
             return Ok(SelfTest::Failed(format!(
                 "known-bad patch `{}` does not apply to the base revision: {msg}",

@@ -57,7 +57,8 @@ pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output
     let mut child = cmd.spawn().expect("spawn agent-ledger");
     if let Some(bytes) = stdin {
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(bytes).unwrap();
+        // A command that refuses before reading stdin closes the pipe early.
+        let _ = child.stdin.take().unwrap().write_all(bytes);
     }
     let out = child.wait_with_output().expect("wait for agent-ledger");
     Output {

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `agent-ledger check` on a larger real repository next to what any replay
+# must do at least: `git worktree add` of the base plus `git apply` of the
+# patch (then `git worktree remove`). The repository is real code: the
+# vendored sources of this project's own dependencies (cargo's registry
+# copy), about 5,000 files. Best of 5 runs each; prints the ratio.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+rustup target add wasm32-wasip2 >/dev/null
+cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin agent-ledger
+bin=${CARGO_TARGET_DIR:-$root/target}/release/agent-ledger
+cargo fetch --quiet --manifest-path "$root/Cargo.toml"
+src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ | sed -n 1p)
+work=$(mktemp -d)
+trap 'git -C "$work/repo" worktree prune 2>/dev/null || true; rm -rf "$work"' EXIT
+repo=$work/repo
+mkdir -p "$repo"
+count=0
+for crate in "$src"*/; do
+    name=$(basename "$crate")
+    cp -r "$crate" "$repo/$name"
+    count=$((count + $(find "$crate" -type f | wc -l)))
+    [ "$count" -ge 5000 ] && break
+done
+fixture_root=$(cd "$repo" && ls -d */tests 2>/dev/null | sed -n 1p)
+cat > "$repo/agent-ledger.toml" <<TOML
+schema = 1
+[fixtures]
+roots = ["$fixture_root"]
+TOML
+git -C "$repo" init -q
+git -C "$repo" add -A
+git -C "$repo" -c user.name=b -c user.email=b@x commit -q -m base
+files=$(git -C "$repo" ls-files | wc -l)
+target=$(git -C "$repo" ls-files '*.rs' | grep -v '/tests/' | sed -n 1p)
+sed -i '1s/^/\/\/ patched by the benchmark\n/' "$repo/$target"
+git -C "$repo" diff > "$work/patch.diff"
+git -C "$repo" checkout -q -- "$target"
+
+cache=$work/cache
+i=0
+check() {
+    i=$((i + 1))
+    "$bin" --ledger "$work/ledger" capture --run "r$i" --body "$work/patch.diff" >/dev/null
+    "$bin" --ledger "$work/ledger" check --run "r$i" --repo "$repo" --base HEAD --cache-dir "$cache" >/dev/null
+}
+worktree_apply() {
+    git -C "$repo" worktree add -q --detach "$work/wt" HEAD
+    git -C "$work/wt" apply "$work/patch.diff"
+    git -C "$repo" worktree remove --force "$work/wt"
+}
+best() {
+    local best=999999999 start end us
+    "$@"
+    for _ in 1 2 3 4 5; do
+        start=$(date +%s%N)
+        "$@"
+        end=$(date +%s%N)
+        us=$(( (end - start) / 1000 ))
+        (( us < best )) && best=$us
+    done
+    echo "$best"
+}
+check_us=$(best check)
+git_us=$(best worktree_apply)
+echo "repository: $files files (real crate sources), fixture root $fixture_root, $(nproc) cores"
+echo "agent-ledger capture + check:       $((check_us / 1000)) ms"
+echo "git worktree add + git apply:       $((git_us / 1000)) ms"
+python3 -c "print(f'ratio (check / worktree+apply): {$check_us / max($git_us, 1):.2f}x')"
