@@ -63,7 +63,8 @@ best() {
 }
 check_us=$(best check)
 git_us=$(best worktree_apply)
+verdict=$("$bin" --ledger "$work/ledger" classify --run r1 --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])' || true)
 echo "repository: $files files (real crate sources), fixture root $fixture_root, $(nproc) cores"
-echo "agent-ledger capture + check:       $((check_us / 1000)) ms"
+echo "agent-ledger capture + check:       $((check_us / 1000)) ms (verdict: $verdict)"
 echo "git worktree add + git apply:       $((git_us / 1000)) ms"
 python3 -c "print(f'ratio (check / worktree+apply): {$check_us / max($git_us, 1):.2f}x')"

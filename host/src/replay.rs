@@ -160,7 +160,7 @@ pub fn read_lock(
 pub fn lock_from_base(
     ledger: &Ledger,
     run: &RunId,
-    repo: &Repo,
+    trees: &TrialTrees,
     base: &str,
     config: &Config,
     transcript: &Loaded<TranscriptReceipt>,
@@ -174,9 +174,7 @@ pub fn lock_from_base(
     if roots.is_empty() {
         return Ok(Err(Vec::new()));
     }
-    let tmp = tempdir()?;
-    let co = repo.checkout(base, tmp.path())?;
-    let scanned = lock::scan(&co.tree, &roots)?;
+    let scanned = lock::scan(&trees.base.tree, &roots)?;
     if !scanned.empty_roots.is_empty() {
         return Ok(Err(scanned.empty_roots));
     }
@@ -198,6 +196,22 @@ pub fn lock_from_base(
         sha256,
         path,
     }))
+}
+
+/// The trial's temporary directory and the base revision checked out in
+/// it, shared by the lock (taken from the base tree) and the replay. The
+/// directory is removed when this is dropped, also on error.
+pub struct TrialTrees {
+    pub tmp: tempfile::TempDir,
+    pub base: Checkout,
+}
+
+impl TrialTrees {
+    pub fn new(repo: &Repo, base: &str) -> Result<TrialTrees> {
+        let tmp = tempdir()?;
+        let base = repo.checkout(base, &tmp.path().join("base"))?;
+        Ok(TrialTrees { tmp, base })
+    }
 }
 
 fn tempdir() -> Result<tempfile::TempDir> {
@@ -256,8 +270,9 @@ impl Trial<'_> {
     }
 
     /// Runs the replay and returns the property record (not yet written).
-    pub fn replay(&self, patch: &[u8]) -> Result<PropertyRecord> {
-        let tmp = tempdir()?;
+    pub fn replay(&self, patch: &[u8], trees: &TrialTrees) -> Result<PropertyRecord> {
+        let tmp = &trees.tmp;
+        let base_tree = &trees.base;
         let inputs = tmp.path().join("inputs");
         std::fs::create_dir_all(&inputs).map_err(|e| Error::write(&inputs, e))?;
         let patch_file = inputs.join("patch.diff");
@@ -302,7 +317,6 @@ impl Trial<'_> {
         ]);
 
         let mut findings = self.bounds(patch)?;
-        let base_tree = self.repo.checkout(self.base, &tmp.path().join("base"))?;
         let patched = base_tree.link_copy(&tmp.path().join("patched"))?;
         let mut changes = Vec::new();
         if findings.is_empty() {
@@ -356,7 +370,7 @@ impl Trial<'_> {
                     p,
                     &trial,
                     &frozen,
-                    &base_tree,
+                    base_tree,
                     &mounts,
                     &tmp.path().join(format!("known-bad-{i}")),
                 )

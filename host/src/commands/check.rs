@@ -34,12 +34,14 @@ impl CheckArgs {
         }
         if let Some((transcript, patch)) = replay::read_transcript(&r.ledger, &r.run)? {
             if transcript.record.complete {
+                // One checkout of the base serves the lock and the replay.
+                let trees = replay::TrialTrees::new(&r.repo, &r.base)?;
                 let lock = match replay::read_lock(&r.ledger, &r.run, &transcript)? {
                     Some(l) => Some(l),
                     None => match replay::lock_from_base(
                         &r.ledger,
                         &r.run,
-                        &r.repo,
+                        &trees,
                         &r.base,
                         &r.config.config,
                         &transcript,
@@ -60,7 +62,8 @@ impl CheckArgs {
                 };
                 if let Some(lock) = &lock {
                     let sandbox = r.sandbox()?;
-                    records.properties = Some(r.replay(&sandbox, &transcript, &patch, lock)?);
+                    records.properties =
+                        Some(r.replay(&sandbox, &transcript, &patch, lock, &trees)?);
                 }
                 records.lock = lock;
             }

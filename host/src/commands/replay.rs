@@ -134,6 +134,7 @@ impl Resolved {
         transcript: &Loaded<TranscriptReceipt>,
         patch: &[u8],
         lock: &Loaded<FixtureLock>,
+        trees: &replay::TrialTrees,
     ) -> Result<Loaded<PropertyRecord>> {
         let now = match self.now {
             Some(n) => n,
@@ -165,7 +166,7 @@ impl Resolved {
             junit,
             test_run,
         };
-        let record = trial.replay(patch)?;
+        let record = trial.replay(patch, trees)?;
         let path = self.ledger.properties(&self.run);
         let sha256 = ledger::write_or_match(&path, &record, "property record")?;
         Ok(Loaded {
@@ -223,7 +224,8 @@ impl ReplayArgs {
             ))
         })?;
         let sandbox = r.sandbox()?;
-        let props = r.replay(&sandbox, &transcript, &patch, &lock)?;
+        let trees = replay::TrialTrees::new(&r.repo, &r.base)?;
+        let props = r.replay(&sandbox, &transcript, &patch, &lock, &trees)?;
         match self.output.format {
             OutputFormat::Json => output::print_json(&props.record)?,
             OutputFormat::Human => output::print(&property_table(&props.record))?,
