@@ -43,6 +43,14 @@ pub enum Command {
     Reconcile(commands::reconcile::ReconcileArgs),
     /// Flake freezes: observe (from evidence only), list, prune.
     Flake(commands::flake::FlakeArgs),
+    /// Verify archived runs offline (exit 0 all verify, 5 any fails).
+    Verify(commands::verify::VerifyArgs),
+    /// Sign a run's verdict (in-toto Statement v1 in a DSSE envelope, Ed25519).
+    Sign(commands::sign::SignArgs),
+    /// Make an Ed25519 key pair for `sign` and `verify --trusted-key`.
+    Keygen(commands::sign::KeygenArgs),
+    /// Write one archive of selected runs and the objects they name.
+    Pack(commands::pack::PackArgs),
 }
 
 impl Cli {
@@ -60,6 +68,10 @@ impl Cli {
             Command::Trace(cmd) => cmd.execute(),
             Command::Reconcile(cmd) => cmd.execute(explicit),
             Command::Flake(cmd) => cmd.execute(explicit),
+            Command::Verify(cmd) => cmd.execute(explicit),
+            Command::Sign(cmd) => cmd.execute(&ledger),
+            Command::Keygen(cmd) => cmd.execute(),
+            Command::Pack(cmd) => cmd.execute(&ledger),
         }
     }
 }

@@ -129,6 +129,8 @@ pub struct PropertyConfig {
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub config: Config,
+    /// The exact bytes (archived in the ledger by sha256).
+    pub bytes: Vec<u8>,
     pub sha256: String,
     /// Human description: `agent-ledger.toml at <rev>` or the file path.
     pub source: String,

@@ -44,6 +44,15 @@ impl Ledger {
             .join("properties")
             .join(format!("{run}.junit.xml"))
     }
+    /// Content-addressed store: plugins, configurations and known-bad
+    /// patches a replay used, each named by its sha256.
+    pub fn objects(&self) -> PathBuf {
+        self.root.join("objects")
+    }
+    /// The signed verdict (DSSE envelope) of a run.
+    pub fn signature(&self, run: &RunId) -> PathBuf {
+        self.root.join("signatures").join(format!("{run}.dsse.json"))
+    }
     pub fn verdict(&self, run: &RunId) -> PathBuf {
         self.root.join("verdicts").join(format!("{run}.json"))
     }
@@ -118,6 +127,19 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
+}
+
+/// Stores bytes in the content-addressed object store, once.
+pub fn store_object(ledger: &Ledger, bytes: &[u8]) -> Result<String> {
+    let sha = sha256_hex(bytes);
+    let path = ledger.objects().join(&sha);
+    match fs::read(&path) {
+        Ok(existing) if sha256_hex(&existing) == sha => Ok(sha),
+        // A corrupt object is never trusted, and never silently replaced.
+        Ok(_) => Err(Error::data(&path, "stored object does not hash to its name")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => write_new(&path, bytes).map(|()| sha),
+        Err(e) => Err(Error::read(&path, e)),
+    }
 }
 
 /// Serialises a record the one way records are written: pretty JSON with a

@@ -2,6 +2,7 @@
 //!
 //! See ARCHITECTURE.md for how data flows through the binary.
 
+pub mod archive;
 pub mod capture;
 pub mod classify;
 pub mod cli;
@@ -21,7 +22,9 @@ pub mod reconcile;
 pub mod record;
 pub mod replay;
 pub mod sandbox;
+pub mod sign;
 pub mod trace;
+pub mod verify;
 
 /// The property components built from `plugins/` by `build.rs`.
 pub mod plugins {

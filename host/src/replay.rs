@@ -48,6 +48,7 @@ pub fn load_config(repo: &Repo, base: &str, file: Option<&Path>) -> Result<confi
             Ok(config::Loaded {
                 config: Config::parse(&bytes, path)?,
                 sha256: sha256_hex(&bytes),
+                bytes,
                 source: path.display().to_string(),
             })
         }
@@ -57,11 +58,13 @@ pub fn load_config(repo: &Repo, base: &str, file: Option<&Path>) -> Result<confi
                 Some(bytes) => Ok(config::Loaded {
                     config: Config::parse(&bytes, Path::new(&source))?,
                     sha256: sha256_hex(&bytes),
+                    bytes,
                     source,
                 }),
                 None => Ok(config::Loaded {
                     config: Config::absent(),
                     sha256: sha256_hex(b""),
+                    bytes: Vec::new(),
                     source: format!("no {source}"),
                 }),
             }
@@ -103,7 +106,20 @@ pub fn properties(config: &Config, present: Present) -> Vec<PropertyConfig> {
 }
 
 /// Everything one replay needs.
+/// Where plugins and known-bad patches come from.
+pub enum Source<'a> {
+    /// As configured: built in, the base revision, or an absolute path.
+    Live,
+    /// From a ledger's content-addressed objects, by the digests a stored
+    /// property record names (re-running an archived replay).
+    Archive { objects: &'a Path, record: &'a PropertyRecord },
+}
+
 pub struct Trial<'a> {
+    pub source: Source<'a>,
+    /// Every plugin and known-bad patch the replay read, by sha256: the
+    /// caller archives them in the ledger.
+    pub used: std::sync::Mutex<BTreeMap<String, Vec<u8>>>,
     pub run: &'a RunId,
     pub repo: &'a Repo,
     /// Full object id of the base revision.
@@ -478,7 +494,7 @@ impl Trial<'_> {
         );
         let limits = self.limits(p);
 
-        let bytes = match self.plugin_bytes(&p.plugin)? {
+        let bytes = match self.plugin_bytes(&p.name, &p.plugin, Artifact::Plugin)? {
             Ok(b) => b,
             Err(msg) => return Ok(errored(result, msg)),
         };
@@ -490,7 +506,7 @@ impl Trial<'_> {
         let seed = seed(self.run, &p.name, &trial.patch);
 
         if let Some(kb) = &p.known_bad {
-            let kb_bytes = match self.plugin_bytes(kb)? {
+            let kb_bytes = match self.plugin_bytes(&p.name, kb, Artifact::KnownBad)? {
                 Ok(b) => b,
                 Err(msg) => return Ok(errored(result, format!("known-bad patch: {msg}"))),
             };
@@ -594,7 +610,27 @@ impl Trial<'_> {
     /// A plugin or known-bad patch: built in, from the base revision, or an
     /// absolute path outside the repository. `Ok(Err(_))` is a per-property
     /// error, not a failure of the whole replay.
-    fn plugin_bytes(&self, spec: &str) -> Result<std::result::Result<Vec<u8>, String>> {
+    fn plugin_bytes(&self, name: &str, spec: &str, what: Artifact) -> Result<std::result::Result<Vec<u8>, String>> {
+        let found = match &self.source {
+            Source::Live => self.live_bytes(spec)?,
+            Source::Archive { objects, record } => {
+                let sha = record.properties.iter().find(|p| p.name == name).and_then(|p| match what {
+                    Artifact::Plugin => Some(p.plugin_sha256.clone()).filter(|s| !s.is_empty()),
+                    Artifact::KnownBad => p.inputs.get("known_bad").cloned(),
+                });
+                match sha {
+                    Some(sha) => read_object(objects, &sha)?,
+                    None => Err(format!("the archived record names no {} for property `{name}`", what.noun())),
+                }
+            }
+        };
+        if let Ok(bytes) = &found {
+            self.used.lock().expect("used objects").insert(sha256_hex(bytes), bytes.clone());
+        }
+        Ok(found)
+    }
+
+    fn live_bytes(&self, spec: &str) -> Result<std::result::Result<Vec<u8>, String>> {
         if let Some(name) = spec.strip_prefix("builtin:") {
             return Ok(crate::plugins::BUILTINS
                 .iter()
@@ -622,6 +658,34 @@ impl Trial<'_> {
             .read_at(self.base, spec)?
             .ok_or_else(|| format!("`{spec}` does not exist at the base revision")))
     }
+}
+
+#[derive(Clone, Copy)]
+enum Artifact {
+    Plugin,
+    KnownBad,
+}
+
+impl Artifact {
+    fn noun(self) -> &'static str {
+        match self {
+            Artifact::Plugin => "plugin",
+            Artifact::KnownBad => "known-bad patch",
+        }
+    }
+}
+
+/// Reads `objects/SHA` and checks it hashes to its name.
+pub fn read_object(objects: &Path, sha: &str) -> Result<std::result::Result<Vec<u8>, String>> {
+    if !crate::digest::is_sha256_hex(sha) {
+        return Ok(Err(format!("`{sha}` is not a sha256")));
+    }
+    let path = objects.join(sha);
+    Ok(match std::fs::read(&path) {
+        Ok(bytes) if sha256_hex(&bytes) == sha => Ok(bytes),
+        Ok(bytes) => Err(format!("`{}` has sha256 {}, not its name", path.display(), sha256_hex(&bytes))),
+        Err(e) => Err(format!("`{}` is not in the ledger: {e}", path.display())),
+    })
 }
 
 enum SelfTest {

@@ -154,6 +154,8 @@ impl Resolved {
             None => None,
         };
         let trial = Trial {
+            source: replay::Source::Live,
+            used: Default::default(),
             run: &self.run,
             repo: &self.repo,
             base: &self.base,
@@ -167,6 +169,11 @@ impl Resolved {
             test_run,
         };
         let record = trial.replay(patch, trees)?;
+        // Archive what an auditor needs to re-run this replay offline.
+        ledger::store_object(&self.ledger, &self.config.bytes)?;
+        for bytes in trial.used.into_inner().expect("used objects").values() {
+            ledger::store_object(&self.ledger, bytes)?;
+        }
         let path = self.ledger.properties(&self.run);
         let sha256 = ledger::write_or_match(&path, &record, "property record")?;
         Ok(Loaded {

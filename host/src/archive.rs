@@ -1,0 +1,139 @@
+//! Archives of runs: one tar file holding the records of selected runs, the
+//! objects they name (plugins, configurations, known-bad patches) and
+//! `MANIFEST.json` listing every file with its sha256. `verify` reads an
+//! archive by unpacking it into a temporary directory, refusing any entry
+//! that is not a plain file at a plain relative path, and any file the
+//! manifest does not list with the same digest.
+
+use crate::digest::sha256_hex;
+use crate::exit::{Error, Result};
+use crate::ledger::{self, Ledger, RunId};
+use crate::record::PropertyRecord;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+pub const MANIFEST: &str = "MANIFEST.json";
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub schema: u32,
+    /// Always `"archive_manifest"`.
+    pub record: String,
+    pub runs: Vec<String>,
+    /// Ledger-relative path => sha256, for every other file in the archive.
+    pub files: BTreeMap<String, String>,
+}
+
+/// The ledger-relative files that belong to a run, where they exist.
+fn run_files(ledger: &Ledger, run: &RunId) -> Result<Vec<String>> {
+    let mut files = vec![
+        format!("transcripts/{run}.json"),
+        format!("transcripts/{run}.patch"),
+        format!("transcripts/{run}.response"),
+        format!("transcripts/{run}.trace.jsonl"),
+        format!("fixtures/{run}.lock.json"),
+        format!("properties/{run}.json"),
+        format!("properties/{run}.junit.xml"),
+        format!("verdicts/{run}.json"),
+        format!("signatures/{run}.dsse.json"),
+    ];
+    if let Some(p) = ledger::read_optional::<PropertyRecord>(&ledger.properties(run))? {
+        files.push(format!("objects/{}", p.record.config_sha256));
+        for r in &p.record.properties {
+            if !r.plugin_sha256.is_empty() {
+                files.push(format!("objects/{}", r.plugin_sha256));
+            }
+            if let Some(kb) = r.inputs.get("known_bad") {
+                files.push(format!("objects/{kb}"));
+            }
+        }
+    }
+    files.retain(|f| ledger.root().join(f).is_file());
+    Ok(files)
+}
+
+/// Writes an archive of `runs` to `out` (never over an existing file).
+pub fn pack(ledger: &Ledger, runs: &[RunId], out: &Path) -> Result<Manifest> {
+    let mut files = BTreeMap::new();
+    for run in runs {
+        let found = run_files(ledger, run)?;
+        if found.is_empty() {
+            return Err(Error::Missing(format!("run `{run}` has no records in `{}`", ledger.root().display())));
+        }
+        for f in found {
+            let path = ledger.root().join(&f);
+            let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
+            files.insert(f, sha256_hex(&bytes));
+        }
+    }
+    let manifest = Manifest { schema: 1, record: "archive_manifest".into(), runs: runs.iter().map(|r| r.to_string()).collect(), files };
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut add = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        tar.append_data(&mut header, name, bytes)
+    };
+    let mut text = serde_json::to_vec_pretty(&manifest).expect("manifests serialise");
+    text.push(b'\n');
+    add(MANIFEST, &text).map_err(|e| Error::write(out, e))?;
+    for f in manifest.files.keys() {
+        let path = ledger.root().join(f);
+        let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
+        add(f, &bytes).map_err(|e| Error::write(out, e))?;
+    }
+    let bytes = tar.into_inner().map_err(|e| Error::write(out, e))?;
+    ledger::write_new(out, &bytes)?;
+    Ok(manifest)
+}
+
+/// Unpacks an archive into `dir` (a fresh ledger) and checks it against its
+/// manifest. Returns the manifest.
+pub fn unpack(archive: &Path, dir: &Path) -> Result<Manifest> {
+    let file = std::fs::File::open(archive).map_err(|e| Error::read(archive, e))?;
+    let mut tar = tar::Archive::new(file);
+    let mut seen = BTreeMap::new();
+    let entries = tar.entries().map_err(|e| Error::data(archive, format!("not a tar archive: {e}")))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| Error::data(archive, format!("not a tar archive: {e}")))?;
+        let name = entry.path().map_err(|e| Error::data(archive, format!("bad entry name: {e}")))?.into_owned();
+        let shown = name.display().to_string();
+        if !entry.header().entry_type().is_file() {
+            return Err(Error::data(archive, format!("entry `{shown}` is not a plain file")));
+        }
+        if name.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(Error::data(archive, format!("entry `{shown}` is not a plain relative path")));
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).map_err(|e| Error::read(archive, e))?;
+        let dest = dir.join(&name);
+        if seen.insert(shown.clone(), sha256_hex(&bytes)).is_some() {
+            return Err(Error::data(archive, format!("entry `{shown}` appears twice")));
+        }
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
+        }
+        std::fs::write(&dest, &bytes).map_err(|e| Error::write(&dest, e))?;
+    }
+    let text = std::fs::read(dir.join(MANIFEST)).map_err(|_| Error::data(archive, format!("no `{MANIFEST}` in the archive")))?;
+    let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| Error::data(archive, format!("bad `{MANIFEST}`: {e}")))?;
+    if manifest.schema != 1 || manifest.record != "archive_manifest" {
+        return Err(Error::data(archive, format!("`{MANIFEST}` has an unknown schema or kind")));
+    }
+    seen.remove(MANIFEST);
+    for (name, sha) in &seen {
+        match manifest.files.get(name) {
+            Some(listed) if listed == sha => {}
+            Some(_) => return Err(Error::data(archive, format!("`{name}` does not match the digest in `{MANIFEST}`"))),
+            None => return Err(Error::data(archive, format!("`{name}` is not listed in `{MANIFEST}`"))),
+        }
+    }
+    if let Some(missing) = manifest.files.keys().find(|f| !seen.contains_key(*f)) {
+        return Err(Error::data(archive, format!("`{missing}` is listed in `{MANIFEST}` but not in the archive")));
+    }
+    Ok(manifest)
+}

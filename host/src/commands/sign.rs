@@ -1,0 +1,72 @@
+//! `agent-ledger sign` and `agent-ledger keygen`: signed verdicts.
+
+use crate::cli::{OutputArgs, OutputFormat};
+use crate::exit::{self, Error, Result};
+use crate::ledger::{self, Ledger, RunId};
+use crate::output;
+use crate::record::{TranscriptReceipt, VerdictRecord};
+use crate::verify::Verifier;
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct SignArgs {
+    /// The run whose verdict to sign.
+    #[arg(long, value_name = "ID")]
+    pub run: String,
+    /// The secret key file (from `agent-ledger keygen`).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl SignArgs {
+    pub fn execute(self, ledger: &Ledger) -> Result<i32> {
+        let run = RunId::parse(&self.run)?;
+        let key = crate::sign::load_signing(&self.key)?;
+        // Only a run that verifies is signed.
+        let report = Verifier::new(ledger.clone(), Vec::new(), None).verify(run.as_str());
+        if !report.ok {
+            return Err(Error::Refused(format!(
+                "run `{run}` does not verify, so its verdict is not signed: {}",
+                report.failures.join("; ")
+            )));
+        }
+        let verdict = ledger::read_required::<VerdictRecord>(&ledger.verdict(&run))?;
+        let transcript = ledger::read_required::<TranscriptReceipt>(&ledger.transcript(&run))?;
+        let statement = crate::sign::statement(run.as_str(), &transcript.record.body.sha256, &verdict.record, &verdict.sha256);
+        let envelope = crate::sign::sign(&statement, &key);
+        let mut bytes = serde_json::to_vec_pretty(&envelope).expect("envelopes serialise");
+        bytes.push(b'\n');
+        let path = ledger.signature(&run);
+        ledger::write_new(&path, &bytes)?;
+        match self.output.format {
+            OutputFormat::Json => output::print_json(&serde_json::json!({ "signature": path, "keyid": envelope.signatures[0].keyid, "statement": statement }))?,
+            OutputFormat::Human => output::print(&format!(
+                "signed: {} verdict of run {run} with key {} -> {}\n",
+                verdict.record.verdict.as_str(),
+                &envelope.signatures[0].keyid[..16],
+                path.display()
+            ))?,
+        }
+        Ok(exit::OK)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Where to write the secret key (created 0600, never overwritten).
+    #[arg(long, value_name = "FILE")]
+    pub secret: PathBuf,
+    /// Where to write the public key (what auditors pass to `--trusted-key`).
+    #[arg(long, value_name = "FILE")]
+    pub public: PathBuf,
+}
+
+impl KeygenArgs {
+    pub fn execute(self) -> Result<i32> {
+        let id = crate::sign::keygen(&self.secret, &self.public)?;
+        output::print(&format!("key {id}\n  secret: {}\n  public: {}\n", self.secret.display(), self.public.display()))?;
+        Ok(exit::OK)
+    }
+}
