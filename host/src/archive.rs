@@ -60,7 +60,10 @@ pub fn pack(ledger: &Ledger, runs: &[RunId], out: &Path) -> Result<Manifest> {
     for run in runs {
         let found = run_files(ledger, run)?;
         if found.is_empty() {
-            return Err(Error::Missing(format!("run `{run}` has no records in `{}`", ledger.root().display())));
+            return Err(Error::Missing(format!(
+                "run `{run}` has no records in `{}`",
+                ledger.root().display()
+            )));
         }
         for f in found {
             let path = ledger.root().join(&f);
@@ -68,7 +71,12 @@ pub fn pack(ledger: &Ledger, runs: &[RunId], out: &Path) -> Result<Manifest> {
             files.insert(f, sha256_hex(&bytes));
         }
     }
-    let manifest = Manifest { schema: 1, record: "archive_manifest".into(), runs: runs.iter().map(|r| r.to_string()).collect(), files };
+    let manifest = Manifest {
+        schema: 1,
+        record: "archive_manifest".into(),
+        runs: runs.iter().map(|r| r.to_string()).collect(),
+        files,
+    };
     let mut tar = tar::Builder::new(Vec::new());
     let mut add = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
         let mut header = tar::Header::new_gnu();
@@ -91,49 +99,78 @@ pub fn pack(ledger: &Ledger, runs: &[RunId], out: &Path) -> Result<Manifest> {
     Ok(manifest)
 }
 
-/// Unpacks an archive into `dir` (a fresh ledger) and checks it against its
-/// manifest. Returns the manifest.
-pub fn unpack(archive: &Path, dir: &Path) -> Result<Manifest> {
+/// Unpacks an archive into `dir` (a fresh ledger). Returns the manifest and
+/// every way the files differ from it (a verification failure, not a data
+/// error: the records themselves are then judged run by run).
+pub fn unpack(archive: &Path, dir: &Path) -> Result<(Manifest, Vec<String>)> {
     let file = std::fs::File::open(archive).map_err(|e| Error::read(archive, e))?;
     let mut tar = tar::Archive::new(file);
     let mut seen = BTreeMap::new();
-    let entries = tar.entries().map_err(|e| Error::data(archive, format!("not a tar archive: {e}")))?;
+    let entries = tar
+        .entries()
+        .map_err(|e| Error::data(archive, format!("not a tar archive: {e}")))?;
     for entry in entries {
-        let mut entry = entry.map_err(|e| Error::data(archive, format!("not a tar archive: {e}")))?;
-        let name = entry.path().map_err(|e| Error::data(archive, format!("bad entry name: {e}")))?.into_owned();
+        let mut entry =
+            entry.map_err(|e| Error::data(archive, format!("not a tar archive: {e}")))?;
+        let name = entry
+            .path()
+            .map_err(|e| Error::data(archive, format!("bad entry name: {e}")))?
+            .into_owned();
         let shown = name.display().to_string();
         if !entry.header().entry_type().is_file() {
-            return Err(Error::data(archive, format!("entry `{shown}` is not a plain file")));
+            return Err(Error::data(
+                archive,
+                format!("entry `{shown}` is not a plain file"),
+            ));
         }
-        if name.components().any(|c| !matches!(c, Component::Normal(_))) {
-            return Err(Error::data(archive, format!("entry `{shown}` is not a plain relative path")));
+        if name
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return Err(Error::data(
+                archive,
+                format!("entry `{shown}` is not a plain relative path"),
+            ));
         }
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut entry, &mut bytes).map_err(|e| Error::read(archive, e))?;
         let dest = dir.join(&name);
         if seen.insert(shown.clone(), sha256_hex(&bytes)).is_some() {
-            return Err(Error::data(archive, format!("entry `{shown}` appears twice")));
+            return Err(Error::data(
+                archive,
+                format!("entry `{shown}` appears twice"),
+            ));
         }
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
         }
         std::fs::write(&dest, &bytes).map_err(|e| Error::write(&dest, e))?;
     }
-    let text = std::fs::read(dir.join(MANIFEST)).map_err(|_| Error::data(archive, format!("no `{MANIFEST}` in the archive")))?;
-    let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| Error::data(archive, format!("bad `{MANIFEST}`: {e}")))?;
+    let text = std::fs::read(dir.join(MANIFEST))
+        .map_err(|_| Error::data(archive, format!("no `{MANIFEST}` in the archive")))?;
+    let manifest: Manifest = serde_json::from_slice(&text)
+        .map_err(|e| Error::data(archive, format!("bad `{MANIFEST}`: {e}")))?;
     if manifest.schema != 1 || manifest.record != "archive_manifest" {
-        return Err(Error::data(archive, format!("`{MANIFEST}` has an unknown schema or kind")));
+        return Err(Error::data(
+            archive,
+            format!("`{MANIFEST}` has an unknown schema or kind"),
+        ));
     }
     seen.remove(MANIFEST);
+    let mut problems = Vec::new();
     for (name, sha) in &seen {
         match manifest.files.get(name) {
             Some(listed) if listed == sha => {}
-            Some(_) => return Err(Error::data(archive, format!("`{name}` does not match the digest in `{MANIFEST}`"))),
-            None => return Err(Error::data(archive, format!("`{name}` is not listed in `{MANIFEST}`"))),
+            Some(_) => problems.push(format!(
+                "`{name}` does not match its digest in `{MANIFEST}`"
+            )),
+            None => problems.push(format!("`{name}` is not listed in `{MANIFEST}`")),
         }
     }
-    if let Some(missing) = manifest.files.keys().find(|f| !seen.contains_key(*f)) {
-        return Err(Error::data(archive, format!("`{missing}` is listed in `{MANIFEST}` but not in the archive")));
+    for missing in manifest.files.keys().filter(|f| !seen.contains_key(*f)) {
+        problems.push(format!(
+            "`{missing}` is listed in `{MANIFEST}` but not in the archive"
+        ));
     }
-    Ok(manifest)
+    Ok((manifest, problems))
 }

@@ -51,7 +51,9 @@ impl Ledger {
     }
     /// The signed verdict (DSSE envelope) of a run.
     pub fn signature(&self, run: &RunId) -> PathBuf {
-        self.root.join("signatures").join(format!("{run}.dsse.json"))
+        self.root
+            .join("signatures")
+            .join(format!("{run}.dsse.json"))
     }
     pub fn verdict(&self, run: &RunId) -> PathBuf {
         self.root.join("verdicts").join(format!("{run}.json"))
@@ -136,7 +138,10 @@ pub fn store_object(ledger: &Ledger, bytes: &[u8]) -> Result<String> {
     match fs::read(&path) {
         Ok(existing) if sha256_hex(&existing) == sha => Ok(sha),
         // A corrupt object is never trusted, and never silently replaced.
-        Ok(_) => Err(Error::data(&path, "stored object does not hash to its name")),
+        Ok(_) => Err(Error::data(
+            &path,
+            "stored object does not hash to its name",
+        )),
         Err(e) if e.kind() == io::ErrorKind::NotFound => write_new(&path, bytes).map(|()| sha),
         Err(e) => Err(Error::read(&path, e)),
     }

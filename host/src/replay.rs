@@ -112,7 +112,10 @@ pub enum Source<'a> {
     Live,
     /// From a ledger's content-addressed objects, by the digests a stored
     /// property record names (re-running an archived replay).
-    Archive { objects: &'a Path, record: &'a PropertyRecord },
+    Archive {
+        objects: &'a Path,
+        record: &'a PropertyRecord,
+    },
 }
 
 pub struct Trial<'a> {
@@ -610,22 +613,39 @@ impl Trial<'_> {
     /// A plugin or known-bad patch: built in, from the base revision, or an
     /// absolute path outside the repository. `Ok(Err(_))` is a per-property
     /// error, not a failure of the whole replay.
-    fn plugin_bytes(&self, name: &str, spec: &str, what: Artifact) -> Result<std::result::Result<Vec<u8>, String>> {
-        let found = match &self.source {
-            Source::Live => self.live_bytes(spec)?,
-            Source::Archive { objects, record } => {
-                let sha = record.properties.iter().find(|p| p.name == name).and_then(|p| match what {
-                    Artifact::Plugin => Some(p.plugin_sha256.clone()).filter(|s| !s.is_empty()),
-                    Artifact::KnownBad => p.inputs.get("known_bad").cloned(),
-                });
-                match sha {
-                    Some(sha) => read_object(objects, &sha)?,
-                    None => Err(format!("the archived record names no {} for property `{name}`", what.noun())),
+    fn plugin_bytes(
+        &self,
+        name: &str,
+        spec: &str,
+        what: Artifact,
+    ) -> Result<std::result::Result<Vec<u8>, String>> {
+        let found =
+            match &self.source {
+                Source::Live => self.live_bytes(spec)?,
+                Source::Archive { objects, record } => {
+                    let sha =
+                        record.properties.iter().find(|p| p.name == name).and_then(
+                            |p| match what {
+                                Artifact::Plugin => {
+                                    Some(p.plugin_sha256.clone()).filter(|s| !s.is_empty())
+                                }
+                                Artifact::KnownBad => p.inputs.get("known_bad").cloned(),
+                            },
+                        );
+                    match sha {
+                        Some(sha) => read_object(objects, &sha)?,
+                        None => Err(format!(
+                            "the archived record names no {} for property `{name}`",
+                            what.noun()
+                        )),
+                    }
                 }
-            }
-        };
+            };
         if let Ok(bytes) = &found {
-            self.used.lock().expect("used objects").insert(sha256_hex(bytes), bytes.clone());
+            self.used
+                .lock()
+                .expect("used objects")
+                .insert(sha256_hex(bytes), bytes.clone());
         }
         Ok(found)
     }
@@ -683,7 +703,11 @@ pub fn read_object(objects: &Path, sha: &str) -> Result<std::result::Result<Vec<
     let path = objects.join(sha);
     Ok(match std::fs::read(&path) {
         Ok(bytes) if sha256_hex(&bytes) == sha => Ok(bytes),
-        Ok(bytes) => Err(format!("`{}` has sha256 {}, not its name", path.display(), sha256_hex(&bytes))),
+        Ok(bytes) => Err(format!(
+            "`{}` has sha256 {}, not its name",
+            path.display(),
+            sha256_hex(&bytes)
+        )),
         Err(e) => Err(format!("`{}` is not in the ledger: {e}", path.display())),
     })
 }

@@ -5,14 +5,14 @@
 //! Nothing here touches the network or writes to the ledger.
 
 use crate::capture::{check_receipt, read_stored};
-use crate::classify::{verdict_of, Records};
+use crate::classify::{Records, verdict_of};
 use crate::config::{self, Config};
 use crate::exit::Result;
 use crate::git::Repo;
-use crate::ledger::{self, check_link, check_run, Ledger, Loaded, RunId};
+use crate::ledger::{self, Ledger, Loaded, RunId, check_link, check_run};
 use crate::lock::check_consistent;
 use crate::record::{FixtureLock, PropertyRecord, TranscriptReceipt, VerdictRecord};
-use crate::replay::{self, read_object, Source, Trial, TrialTrees};
+use crate::replay::{self, Source, Trial, TrialTrees, read_object};
 use crate::sandbox::Sandbox;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -41,8 +41,15 @@ pub struct Verifier<'a> {
 /// Every run id with any record in the ledger, sorted.
 pub fn runs_in(ledger: &Ledger) -> Vec<String> {
     let mut runs = BTreeSet::new();
-    for (dir, suffix) in [("transcripts", ".json"), ("fixtures", ".lock.json"), ("properties", ".json"), ("verdicts", ".json")] {
-        let Ok(entries) = std::fs::read_dir(ledger.root().join(dir)) else { continue };
+    for (dir, suffix) in [
+        ("transcripts", ".json"),
+        ("fixtures", ".lock.json"),
+        ("properties", ".json"),
+        ("verdicts", ".json"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(ledger.root().join(dir)) else {
+            continue;
+        };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if let Some(run) = name.strip_suffix(suffix)
@@ -57,8 +64,18 @@ pub fn runs_in(ledger: &Ledger) -> Vec<String> {
 }
 
 impl<'a> Verifier<'a> {
-    pub fn new(ledger: Ledger, trusted: Vec<ed25519_dalek::VerifyingKey>, replay: Option<(&'a Repo, &'a Sandbox)>) -> Self {
-        Verifier { ledger, trusted, require_signatures: false, replay, objects: HashMap::new() }
+    pub fn new(
+        ledger: Ledger,
+        trusted: Vec<ed25519_dalek::VerifyingKey>,
+        replay: Option<(&'a Repo, &'a Sandbox)>,
+    ) -> Self {
+        Verifier {
+            ledger,
+            trusted,
+            require_signatures: false,
+            replay,
+            objects: HashMap::new(),
+        }
     }
 
     fn object(&mut self, sha: &str) -> std::result::Result<(), String> {
@@ -79,7 +96,12 @@ impl<'a> Verifier<'a> {
             Ok(id) => self.verify_run(&id, &mut failures, &mut signature),
             Err(e) => failures.push(e.to_string()),
         }
-        RunReport { run_id: run.to_string(), ok: failures.is_empty(), failures, signature }
+        RunReport {
+            run_id: run.to_string(),
+            ok: failures.is_empty(),
+            failures,
+            signature,
+        }
     }
 
     fn verify_run(&mut self, run: &RunId, failures: &mut Vec<String>, signature: &mut String) {
@@ -91,7 +113,11 @@ impl<'a> Verifier<'a> {
                 }
             };
         }
-        fn load<T: crate::record::Record>(path: &Path, what: &str, failures: &mut Vec<String>) -> Option<Loaded<T>> {
+        fn load<T: crate::record::Record>(
+            path: &Path,
+            what: &str,
+            failures: &mut Vec<String>,
+        ) -> Option<Loaded<T>> {
             match ledger::read_optional::<T>(path) {
                 Ok(Some(r)) => Some(r),
                 Ok(None) => {
@@ -104,7 +130,8 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
-        let transcript = load::<TranscriptReceipt>(&l.transcript(run), "transcript receipt", failures);
+        let transcript =
+            load::<TranscriptReceipt>(&l.transcript(run), "transcript receipt", failures);
         let mut patch = None;
         if let Some(t) = &transcript {
             check!("transcript receipt", check_run(t, run));
@@ -117,29 +144,66 @@ impl<'a> Verifier<'a> {
         // incomplete transcript; otherwise they must be there.
         let complete = transcript.as_ref().is_some_and(|t| t.record.complete);
         let lock_path = l.lock(run);
-        let lock = if complete || lock_path.exists() { load::<FixtureLock>(&lock_path, "fixture lock", failures) } else { None };
+        let lock = if complete || lock_path.exists() {
+            load::<FixtureLock>(&lock_path, "fixture lock", failures)
+        } else {
+            None
+        };
         if let Some(k) = &lock {
             check!("fixture lock", check_run(k, run));
             check!("fixture lock", check_consistent(&k.record, &k.path));
             if let Some(t) = &transcript {
-                check!("fixture lock", check_link(&k.path, "transcript_sha256", &k.record.transcript_sha256, &t.sha256, &t.path));
+                check!(
+                    "fixture lock",
+                    check_link(
+                        &k.path,
+                        "transcript_sha256",
+                        &k.record.transcript_sha256,
+                        &t.sha256,
+                        &t.path
+                    )
+                );
             }
         }
         let props_path = l.properties(run);
-        let properties = if props_path.exists() { load::<PropertyRecord>(&props_path, "property record", failures) } else { None };
+        let properties = if props_path.exists() {
+            load::<PropertyRecord>(&props_path, "property record", failures)
+        } else {
+            None
+        };
         if let Some(p) = &properties {
             check!("property record", check_run(p, run));
             if let Some(t) = &transcript {
-                check!("property record", check_link(&p.path, "transcript_sha256", &p.record.transcript_sha256, &t.sha256, &t.path));
+                check!(
+                    "property record",
+                    check_link(
+                        &p.path,
+                        "transcript_sha256",
+                        &p.record.transcript_sha256,
+                        &t.sha256,
+                        &t.path
+                    )
+                );
             }
             match &lock {
-                Some(k) => check!("property record", check_link(&p.path, "lock_sha256", &p.record.lock_sha256, &k.sha256, &k.path)),
-                None => failures.push("property record: it builds on a fixture lock that is missing".into()),
+                Some(k) => check!(
+                    "property record",
+                    check_link(
+                        &p.path,
+                        "lock_sha256",
+                        &p.record.lock_sha256,
+                        &k.sha256,
+                        &k.path
+                    )
+                ),
+                None => failures
+                    .push("property record: it builds on a fixture lock that is missing".into()),
             }
             if let Some(j) = &p.record.junit {
                 check!("test report", read_stored(&p.path, j).map(|_| ()));
             }
-            let mut wanted: Vec<(String, String)> = vec![("configuration".into(), p.record.config_sha256.clone())];
+            let mut wanted: Vec<(String, String)> =
+                vec![("configuration".into(), p.record.config_sha256.clone())];
             for r in &p.record.properties {
                 if !r.plugin_sha256.is_empty() {
                     wanted.push((format!("plugin of `{}`", r.name), r.plugin_sha256.clone()));
@@ -156,7 +220,11 @@ impl<'a> Verifier<'a> {
         if let Some(v) = &verdict {
             check!("verdict", check_run(v, run));
             if failures.is_empty() {
-                let records = Records { transcript: transcript.clone(), lock: lock.clone(), properties: properties.clone() };
+                let records = Records {
+                    transcript: transcript.clone(),
+                    lock: lock.clone(),
+                    properties: properties.clone(),
+                };
                 let recomputed = verdict_of(run, &records);
                 if recomputed != v.record {
                     failures.push(format!(
@@ -170,10 +238,14 @@ impl<'a> Verifier<'a> {
             }
         }
         self.check_signature(run, patch.as_deref(), verdict.as_ref(), failures, signature);
-        if let (Some((repo, sandbox)), Some(t), Some(k), Some(p), Some(patch)) = (self.replay, &transcript, &lock, &properties, &patch)
+        if let (Some((repo, sandbox)), Some(t), Some(k), Some(p), Some(patch)) =
+            (self.replay, &transcript, &lock, &properties, &patch)
             && failures.is_empty()
         {
-            check!("replay", self.replay_matches(repo, sandbox, run, t, k, p, patch));
+            check!(
+                "replay",
+                self.replay_matches(repo, sandbox, run, t, k, p, patch)
+            );
         }
     }
 
@@ -190,7 +262,10 @@ impl<'a> Verifier<'a> {
             Ok(b) => b,
             Err(_) => {
                 if self.require_signatures {
-                    failures.push(format!("signature: missing (`{}`), and --require-signatures asks for one", path.display()));
+                    failures.push(format!(
+                        "signature: missing (`{}`), and --require-signatures asks for one",
+                        path.display()
+                    ));
                 }
                 return;
             }
@@ -198,7 +273,8 @@ impl<'a> Verifier<'a> {
         if self.trusted.is_empty() {
             // Never trusted on its own say-so: without a key it proves nothing.
             if self.require_signatures {
-                failures.push("signature: present, but no --trusted-key to check it against".into());
+                failures
+                    .push("signature: present, but no --trusted-key to check it against".into());
             }
             *state = "unchecked".into();
             return;
@@ -214,7 +290,12 @@ impl<'a> Verifier<'a> {
             failures.push("signature: the records it signs are not all readable".into());
             return;
         };
-        let expected = crate::sign::statement(run.as_str(), &crate::digest::sha256_hex(patch), &v.record, &v.sha256);
+        let expected = crate::sign::statement(
+            run.as_str(),
+            &crate::digest::sha256_hex(patch),
+            &v.record,
+            &v.sha256,
+        );
         if statement != expected {
             failures.push("signature: the signed statement does not match the records on file (subject, verdict or record digests differ)".into());
             return;
@@ -235,9 +316,14 @@ impl<'a> Verifier<'a> {
     ) -> Result<()> {
         let objects = self.ledger.objects();
         let record = &props.record;
-        let config_bytes = read_object(&objects, &record.config_sha256)?.map_err(crate::exit::Error::Missing)?;
+        let config_bytes =
+            read_object(&objects, &record.config_sha256)?.map_err(crate::exit::Error::Missing)?;
         let config = config::Loaded {
-            config: if config_bytes.is_empty() { Config::absent() } else { Config::parse(&config_bytes, &objects.join(&record.config_sha256))? },
+            config: if config_bytes.is_empty() {
+                Config::absent()
+            } else {
+                Config::parse(&config_bytes, &objects.join(&record.config_sha256))?
+            },
             sha256: record.config_sha256.clone(),
             bytes: config_bytes,
             source: "the archived configuration".into(),
@@ -246,9 +332,13 @@ impl<'a> Verifier<'a> {
             Some(j) => Some((j.clone(), read_stored(&props.path, j)?)),
             None => None,
         };
-        let now = crate::freeze::parse_time(&record.now).map_err(|e| crate::exit::Error::data(&props.path, format!("field `now`: {e}")))?;
+        let now = crate::freeze::parse_time(&record.now)
+            .map_err(|e| crate::exit::Error::data(&props.path, format!("field `now`: {e}")))?;
         let trial = Trial {
-            source: Source::Archive { objects: &objects, record },
+            source: Source::Archive {
+                objects: &objects,
+                record,
+            },
             used: Default::default(),
             run,
             repo,
@@ -264,16 +354,24 @@ impl<'a> Verifier<'a> {
         };
         let trees = TrialTrees::new(repo, &record.base_revision)?;
         let again = ledger::to_bytes(&trial.replay(patch, &trees)?);
-        let stored = std::fs::read(&props.path).map_err(|e| crate::exit::Error::read(&props.path, e))?;
+        let stored =
+            std::fs::read(&props.path).map_err(|e| crate::exit::Error::read(&props.path, e))?;
         if again != stored {
-            return Err(crate::exit::Error::data(&props.path, "re-running the replay gives a different property record"));
+            return Err(crate::exit::Error::data(
+                &props.path,
+                "re-running the replay gives a different property record",
+            ));
         }
         Ok(())
     }
 }
 
 fn names(v: &VerdictRecord) -> String {
-    let short = |d: &Option<String>| d.as_deref().map(|s| s[..12.min(s.len())].to_string()).unwrap_or_else(|| "none".into());
+    let short = |d: &Option<String>| {
+        d.as_deref()
+            .map(|s| s[..12.min(s.len())].to_string())
+            .unwrap_or_else(|| "none".into())
+    };
     format!(
         "(transcript {}, lock {}, properties {})",
         short(&v.transcript_sha256),

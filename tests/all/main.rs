@@ -9,3 +9,4 @@ mod reconcile;
 mod replay;
 mod sandbox;
 mod support;
+mod verify;

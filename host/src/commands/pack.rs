@@ -20,7 +20,11 @@ pub struct PackArgs {
 
 impl PackArgs {
     pub fn execute(self, ledger: &Ledger) -> Result<i32> {
-        let runs = self.runs.iter().map(|r| RunId::parse(r)).collect::<Result<Vec<_>>>()?;
+        let runs = self
+            .runs
+            .iter()
+            .map(|r| RunId::parse(r))
+            .collect::<Result<Vec<_>>>()?;
         let manifest = crate::archive::pack(ledger, &runs, &self.out)?;
         match self.output.format {
             OutputFormat::Json => output::print_json(&manifest)?,

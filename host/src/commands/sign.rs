@@ -34,14 +34,21 @@ impl SignArgs {
         }
         let verdict = ledger::read_required::<VerdictRecord>(&ledger.verdict(&run))?;
         let transcript = ledger::read_required::<TranscriptReceipt>(&ledger.transcript(&run))?;
-        let statement = crate::sign::statement(run.as_str(), &transcript.record.body.sha256, &verdict.record, &verdict.sha256);
+        let statement = crate::sign::statement(
+            run.as_str(),
+            &transcript.record.body.sha256,
+            &verdict.record,
+            &verdict.sha256,
+        );
         let envelope = crate::sign::sign(&statement, &key);
         let mut bytes = serde_json::to_vec_pretty(&envelope).expect("envelopes serialise");
         bytes.push(b'\n');
         let path = ledger.signature(&run);
         ledger::write_new(&path, &bytes)?;
         match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({ "signature": path, "keyid": envelope.signatures[0].keyid, "statement": statement }))?,
+            OutputFormat::Json => output::print_json(
+                &serde_json::json!({ "signature": path, "keyid": envelope.signatures[0].keyid, "statement": statement }),
+            )?,
             OutputFormat::Human => output::print(&format!(
                 "signed: {} verdict of run {run} with key {} -> {}\n",
                 verdict.record.verdict.as_str(),
@@ -66,7 +73,11 @@ pub struct KeygenArgs {
 impl KeygenArgs {
     pub fn execute(self) -> Result<i32> {
         let id = crate::sign::keygen(&self.secret, &self.public)?;
-        output::print(&format!("key {id}\n  secret: {}\n  public: {}\n", self.secret.display(), self.public.display()))?;
+        output::print(&format!(
+            "key {id}\n  secret: {}\n  public: {}\n",
+            self.secret.display(),
+            self.public.display()
+        ))?;
         Ok(exit::OK)
     }
 }

@@ -7,7 +7,7 @@ use crate::git::Repo;
 use crate::ledger::Ledger;
 use crate::output;
 use crate::sandbox::Sandbox;
-use crate::verify::{runs_in, Verifier};
+use crate::verify::{Verifier, runs_in};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -38,15 +38,21 @@ pub struct VerifyArgs {
 
 impl VerifyArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<i32> {
-        let trusted = self.trusted_keys.iter().map(|k| crate::sign::load_verifying(k)).collect::<Result<Vec<_>>>()?;
+        let trusted = self
+            .trusted_keys
+            .iter()
+            .map(|k| crate::sign::load_verifying(k))
+            .collect::<Result<Vec<_>>>()?;
         let unpacked;
+        let mut archive_problems = Vec::new();
         let (ledger, listed) = match &self.archive {
             Some(archive) => {
                 unpacked = tempfile::Builder::new()
                     .prefix("agent-ledger-verify-")
                     .tempdir()
                     .map_err(|e| Error::write(&std::env::temp_dir(), e))?;
-                let manifest = crate::archive::unpack(archive, unpacked.path())?;
+                let (manifest, problems) = crate::archive::unpack(archive, unpacked.path())?;
+                archive_problems = problems;
                 (Ledger::new(unpacked.path()), Some(manifest.runs))
             }
             None => {
@@ -57,13 +63,22 @@ impl VerifyArgs {
                 (Ledger::new(root), None)
             }
         };
-        let runs = if !self.runs.is_empty() { self.runs.clone() } else { listed.unwrap_or_else(|| runs_in(&ledger)) };
+        let runs = if !self.runs.is_empty() {
+            self.runs.clone()
+        } else {
+            listed.unwrap_or_else(|| runs_in(&ledger))
+        };
         if runs.is_empty() {
-            return Err(Error::Missing(format!("no runs to verify in `{}`", ledger.root().display())));
+            return Err(Error::Missing(format!(
+                "no runs to verify in `{}`",
+                ledger.root().display()
+            )));
         }
         let repo = self.repo.as_deref().map(Repo::open).transpose()?;
         let sandbox = if self.replay {
-            Some(Sandbox::new(None).map_err(|e| Error::Internal(format!("cannot start the WebAssembly engine: {e}")))?)
+            Some(Sandbox::new(None).map_err(|e| {
+                Error::Internal(format!("cannot start the WebAssembly engine: {e}"))
+            })?)
         } else {
             None
         };
@@ -76,10 +91,19 @@ impl VerifyArgs {
         let mut failed = 0;
         let mut reports = Vec::new();
         let mut text = String::new();
+        if !archive_problems.is_empty() {
+            text.push_str("FAILED  archive manifest\n");
+            for p in &archive_problems {
+                text.push_str(&format!("  - {p}\n"));
+            }
+        }
         for run in &runs {
             let report = verifier.verify(run);
             if report.ok {
-                text.push_str(&format!("ok      {run} (signature: {})\n", report.signature));
+                text.push_str(&format!(
+                    "ok      {run} (signature: {})\n",
+                    report.signature
+                ));
             } else {
                 failed += 1;
                 text.push_str(&format!("FAILED  {run}\n"));
@@ -91,11 +115,23 @@ impl VerifyArgs {
                 reports.push(report);
             }
         }
-        text.push_str(&format!("{} of {} run(s) verified\n", runs.len() - failed, runs.len()));
+        text.push_str(&format!(
+            "{} of {} run(s) verified\n",
+            runs.len() - failed,
+            runs.len()
+        ));
         match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({ "verified": failed == 0, "runs": reports }))?,
+            OutputFormat::Json => output::print_json(&serde_json::json!({
+                "verified": failed == 0 && archive_problems.is_empty(),
+                "archive_problems": archive_problems,
+                "runs": reports,
+            }))?,
             OutputFormat::Human => output::print(&text)?,
         }
-        Ok(if failed == 0 { exit::OK } else { exit::VERIFY_FAILED })
+        Ok(if failed == 0 && archive_problems.is_empty() {
+            exit::OK
+        } else {
+            exit::VERIFY_FAILED
+        })
     }
 }
