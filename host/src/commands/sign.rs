@@ -68,16 +68,21 @@ pub struct KeygenArgs {
     /// Where to write the public key (what auditors pass to `--trusted-key`).
     #[arg(long, value_name = "FILE")]
     pub public: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 impl KeygenArgs {
     pub fn execute(self) -> Result<i32> {
         let id = crate::sign::keygen(&self.secret, &self.public)?;
-        output::print(&format!(
-            "key {id}\n  secret: {}\n  public: {}\n",
-            self.secret.display(),
-            self.public.display()
-        ))?;
+        match self.output.format {
+            OutputFormat::Json => output::print_json(&serde_json::json!({ "keyid": id, "secret": self.secret, "public": self.public }))?,
+            OutputFormat::Human => output::print(&format!(
+                "key {id}\n  secret: {}\n  public: {}\n",
+                self.secret.display(),
+                self.public.display()
+            ))?,
+        }
         Ok(exit::OK)
     }
 }

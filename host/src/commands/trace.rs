@@ -1,7 +1,9 @@
 //! `agent-ledger trace write|delete|exec`: the traced adapter an agent (or
 //! its harness) calls to touch a tree, so every change is accounted for.
 
+use crate::cli::{OutputArgs, OutputFormat};
 use crate::commands::capture::read_input;
+use crate::output;
 use crate::exit::{self, Error, Result};
 use crate::reconcile::{abs, changed_paths, display_path, hash_at};
 use crate::trace::{self, Event, Line, Op, Status};
@@ -23,6 +25,8 @@ pub struct Where {
     /// The trace file to append to (JSONL).
     #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
     pub trace: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -87,7 +91,8 @@ fn open(at: &Where, op: Op, path: &[u8], before: Option<String>) -> Result<Line>
     Ok(line)
 }
 
-fn close(at: &Where, open: &Line, after: Option<String>, error: Option<String>) -> Result<()> {
+/// Appends the close line of `open`; returns it.
+fn close(at: &Where, open: &Line, after: Option<String>, error: Option<String>) -> Result<Line> {
     let mut line = open.clone();
     line.event = Event::Close;
     line.after = after;
@@ -98,7 +103,16 @@ fn close(at: &Where, open: &Line, after: Option<String>, error: Option<String>) 
     };
     line.error = error;
     line.ts = Line::new("", Event::Close, open.op, b"x").ts;
-    trace::append(&at.trace, &line)
+    trace::append(&at.trace, &line)?;
+    Ok(line)
+}
+
+/// Reports a closed span: silent for people, the close line for machines.
+fn report(at: &Where, lines: &[Line]) -> Result<()> {
+    match at.output.format {
+        OutputFormat::Json => output::print_json(&lines),
+        OutputFormat::Human => Ok(()),
+    }
 }
 
 impl TraceArgs {
@@ -115,7 +129,8 @@ impl TraceArgs {
                     .and_then(|()| std::fs::write(&target, &bytes));
                 match written {
                     Ok(()) => {
-                        close(&at, &span, Some(crate::digest::sha256_hex(&bytes)), None)?;
+                        let line = close(&at, &span, Some(crate::digest::sha256_hex(&bytes)), None)?;
+                        report(&at, &[line])?;
                         Ok(exit::OK)
                     }
                     Err(e) => {
@@ -137,7 +152,8 @@ impl TraceArgs {
                 let span = open(&at, Op::Delete, &rel, before)?;
                 match std::fs::remove_file(&target) {
                     Ok(()) => {
-                        close(&at, &span, None, None)?;
+                        let line = close(&at, &span, None, None)?;
+                        report(&at, &[line])?;
                         Ok(exit::OK)
                     }
                     Err(e) => {
@@ -209,8 +225,9 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
         Ok(s) => Some(format!("command exited with {s}")),
         Err(e) => Some(format!("command could not start: {e}")),
     };
+    let mut closed = Vec::new();
     for (p, span) in declared.iter().zip(&spans) {
-        close(at, span, after.get(p).cloned().flatten(), failure.clone())?;
+        closed.push(close(at, span, after.get(p).cloned().flatten(), failure.clone())?);
     }
     let status = status.map_err(|e| {
         Error::Missing(format!(
@@ -227,6 +244,9 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
         })
         .map(|p| display_path(p))
         .collect();
+    if at.output.format == OutputFormat::Json {
+        output::print_json(&serde_json::json!({ "spans": closed, "undeclared": undeclared, "exit_code": status.code() }))?;
+    }
     if !undeclared.is_empty() {
         eprintln!("error: the command changed paths it did not declare with --writes:");
         for p in &undeclared {
