@@ -298,6 +298,18 @@ fn observe(
     freeze.rows.push(row);
     freeze.rows.sort_by(|a, b| a.test.cmp(&b.test));
     freeze.save(&s.file)?;
-    output::print(&format!("frozen: {test} until {}\n", format_time(expiry)))?;
+    match at.output.format {
+        OutputFormat::Json => {
+            let row = freeze
+                .rows
+                .iter()
+                .find(|r| r.test == test)
+                .expect("the row just written");
+            output::print_json(&serde_json::json!({ "frozen": row, "file": s.file }))?
+        }
+        OutputFormat::Human => {
+            output::print(&format!("frozen: {test} until {}\n", format_time(expiry)))?
+        }
+    }
     Ok(exit::OK)
 }

@@ -76,7 +76,9 @@ impl KeygenArgs {
     pub fn execute(self) -> Result<i32> {
         let id = crate::sign::keygen(&self.secret, &self.public)?;
         match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({ "keyid": id, "secret": self.secret, "public": self.public }))?,
+            OutputFormat::Json => output::print_json(
+                &serde_json::json!({ "keyid": id, "secret": self.secret, "public": self.public }),
+            )?,
             OutputFormat::Human => output::print(&format!(
                 "key {id}\n  secret: {}\n  public: {}\n",
                 self.secret.display(),

@@ -3,8 +3,8 @@
 
 use crate::cli::{OutputArgs, OutputFormat};
 use crate::commands::capture::read_input;
-use crate::output;
 use crate::exit::{self, Error, Result};
+use crate::output;
 use crate::reconcile::{abs, changed_paths, display_path, hash_at};
 use crate::trace::{self, Event, Line, Op, Status};
 use std::collections::BTreeMap;
@@ -129,7 +129,8 @@ impl TraceArgs {
                     .and_then(|()| std::fs::write(&target, &bytes));
                 match written {
                     Ok(()) => {
-                        let line = close(&at, &span, Some(crate::digest::sha256_hex(&bytes)), None)?;
+                        let line =
+                            close(&at, &span, Some(crate::digest::sha256_hex(&bytes)), None)?;
                         report(&at, &[line])?;
                         Ok(exit::OK)
                     }
@@ -227,7 +228,12 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
     };
     let mut closed = Vec::new();
     for (p, span) in declared.iter().zip(&spans) {
-        closed.push(close(at, span, after.get(p).cloned().flatten(), failure.clone())?);
+        closed.push(close(
+            at,
+            span,
+            after.get(p).cloned().flatten(),
+            failure.clone(),
+        )?);
     }
     let status = status.map_err(|e| {
         Error::Missing(format!(
@@ -245,7 +251,9 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
         .map(|p| display_path(p))
         .collect();
     if at.output.format == OutputFormat::Json {
-        output::print_json(&serde_json::json!({ "spans": closed, "undeclared": undeclared, "exit_code": status.code() }))?;
+        output::print_json(
+            &serde_json::json!({ "spans": closed, "undeclared": undeclared, "exit_code": status.code() }),
+        )?;
     }
     if !undeclared.is_empty() {
         eprintln!("error: the command changed paths it did not declare with --writes:");
