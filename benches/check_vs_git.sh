@@ -5,10 +5,7 @@
 # vendored sources of this project's own dependencies (cargo's registry
 # copy), about 5,000 files. Best of 5 runs each; prints the ratio.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-rustup target add wasm32-wasip2 >/dev/null
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin agent-ledger
-bin=${CARGO_TARGET_DIR:-$root/target}/release/agent-ledger
+source "$(dirname "$0")/common.sh"
 cargo fetch --quiet --manifest-path "$root/Cargo.toml"
 src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ | sed -n 1p)
 work=$(mktemp -d)
@@ -32,10 +29,10 @@ git -C "$repo" init -q
 git -C "$repo" add -A
 git -C "$repo" -c user.name=b -c user.email=b@x commit -q -m base
 files=$(git -C "$repo" ls-files | wc -l)
-target=$(git -C "$repo" ls-files '*.rs' | grep -v '/tests/' | sed -n 1p)
-sed -i '1s/^/\/\/ patched by the benchmark\n/' "$repo/$target"
+edited=$(git -C "$repo" ls-files '*.rs' | grep -v '/tests/' | sed -n 1p)
+sed -i '1s/^/\/\/ patched by the benchmark\n/' "$repo/$edited"
 git -C "$repo" diff > "$work/patch.diff"
-git -C "$repo" checkout -q -- "$target"
+git -C "$repo" checkout -q -- "$edited"
 
 cache=$work/cache
 i=0
@@ -49,20 +46,8 @@ worktree_apply() {
     git -C "$work/wt" apply "$work/patch.diff"
     git -C "$repo" worktree remove --force "$work/wt"
 }
-best() {
-    local best=999999999 start end us
-    "$@"
-    for _ in 1 2 3 4 5; do
-        start=$(date +%s%N)
-        "$@"
-        end=$(date +%s%N)
-        us=$(( (end - start) / 1000 ))
-        (( us < best )) && best=$us
-    done
-    echo "$best"
-}
-check_us=$(best check)
-git_us=$(best worktree_apply)
+check_us=$(best_us check)
+git_us=$(best_us worktree_apply)
 verdict=$("$bin" --ledger "$work/ledger" classify --run r1 --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])' || true)
 echo "repository: $files files (real crate sources), fixture root $fixture_root, $(nproc) cores"
 echo "agent-ledger capture + check:       $((check_us / 1000)) ms (verdict: $verdict)"

@@ -4,10 +4,7 @@
 # both warm, best of 5 runs each, on whatever cores the machine has.
 # Prints both times and the ratio (target: lock at least 1.5 times as fast).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-rustup target add wasm32-wasip2 >/dev/null
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin agent-ledger
-bin=${CARGO_TARGET_DIR:-$root/target}/release/agent-ledger
+source "$(dirname "$0")/common.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 - "$work/tree/fixtures" <<'PY'
@@ -28,21 +25,9 @@ cd "$work/tree"
 "$bin" --ledger "$work/ledger" lock --run r0 --root fixtures >/dev/null
 lockfile=$work/ledger/fixtures/r0.lock.json
 
-best() { # best wall time in ms of 5 runs of "$@"
-    local best=999999999 start end ms
-    "$@" >/dev/null 2>&1 || true
-    for _ in 1 2 3 4 5; do
-        start=$(date +%s%N)
-        "$@" >/dev/null 2>&1 || true
-        end=$(date +%s%N)
-        ms=$(( (end - start) / 1000000 ))
-        (( ms < best )) && best=$ms
-    done
-    echo "$best"
-}
-lock_ms=$(best "$bin" lock --compare "$lockfile")
-sum_ms=$(best sh -c 'find fixtures -type f -print0 | xargs -0 sha256sum')
+lock_us=$(best_us "$bin" lock --compare "$lockfile")
+sum_us=$(best_us sh -c 'find fixtures -type f -print0 | xargs -0 sha256sum')
 echo "tree: 10,000 x 1 KiB + 3 x 24 MiB on $(nproc) cores"
-echo "agent-ledger lock --compare: ${lock_ms} ms"
-echo "find | xargs sha256sum:      ${sum_ms} ms"
-python3 -c "print(f'ratio (sha256sum / lock): {$sum_ms / max($lock_ms, 1):.2f}x')"
+echo "agent-ledger lock --compare: $((lock_us / 1000)) ms"
+echo "find | xargs sha256sum:      $((sum_us / 1000)) ms"
+python3 -c "print(f'ratio (sha256sum / lock): {$sum_us / max($lock_us, 1):.2f}x')"

@@ -4,10 +4,7 @@
 # (and a trace of 1,000 closed write spans for them), best of 5 runs each.
 # Target: reconcile takes at most 1.3 times as long as git status.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-rustup target add wasm32-wasip2 >/dev/null
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin agent-ledger
-bin=${CARGO_TARGET_DIR:-$root/target}/release/agent-ledger
+source "$(dirname "$0")/common.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 repo=$work/repo
@@ -38,20 +35,8 @@ with open(trace, "w") as t:
 PY
 "$bin" reconcile --repo "$repo" --trace "$work/trace.jsonl" >/dev/null || { echo "reconcile did not agree"; exit 1; }
 
-best() {
-    local best=999999999 start end us
-    "$@" >/dev/null 2>&1 || true
-    for _ in 1 2 3 4 5; do
-        start=$(date +%s%N)
-        "$@" >/dev/null 2>&1 || true
-        end=$(date +%s%N)
-        us=$(( (end - start) / 1000 ))
-        (( us < best )) && best=$us
-    done
-    echo "$best"
-}
-rec_us=$(best "$bin" reconcile --repo "$repo" --trace "$work/trace.jsonl")
-git_us=$(best git -C "$repo" status --porcelain=v2 -z -uall)
+rec_us=$(best_us "$bin" reconcile --repo "$repo" --trace "$work/trace.jsonl")
+git_us=$(best_us git -C "$repo" status --porcelain=v2 -z -uall)
 echo "repository: 50,000 tracked files, 1,000 changed paths, $(nproc) cores"
 echo "agent-ledger reconcile:           $((rec_us / 1000)) ms"
 echo "git status --porcelain=v2 -z -uall: $((git_us / 1000)) ms"

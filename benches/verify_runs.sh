@@ -3,11 +3,7 @@
 # demo repository: runs per second and peak memory (max RSS) for each, to
 # show memory stays flat as the count grows.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-rustup target add wasm32-wasip2 >/dev/null
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin agent-ledger
-target=${CARGO_TARGET_DIR:-$root/target}
-bin=$target/release/agent-ledger
+source "$(dirname "$0")/common.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 repo=$work/demo

@@ -4,7 +4,7 @@
 
 use crate::classify::{Records, classify};
 use crate::cli::{OutputArgs, OutputFormat};
-use crate::commands::classify::store_verdict;
+use crate::commands::classify::{store_verdict, verdict_text};
 use crate::commands::replay::{TrialArgs, property_table};
 use crate::exit::Result;
 use crate::output;
@@ -78,15 +78,7 @@ impl CheckArgs {
                 "notes": notes,
             }))?,
             OutputFormat::Human => {
-                let mut text = format!(
-                    "verdict: {} (exit {}) for run {}\n",
-                    verdict.verdict.as_str(),
-                    verdict.exit_code,
-                    verdict.run_id
-                );
-                for reason in &verdict.reasons {
-                    text.push_str(&format!("  - {}: {}\n", reason.code, reason.message));
-                }
+                let mut text = verdict_text(&verdict);
                 for note in &notes {
                     text.push_str(&format!("  note: {note}\n"));
                 }

@@ -69,20 +69,23 @@ pub fn store_verdict(ledger: &Ledger, run: &RunId, verdict: &VerdictRecord) -> R
     ledger::write_or_match(&path, verdict, "verdict").map(|_| ())
 }
 
+/// The verdict and its reasons, as people read them.
+pub fn verdict_text(verdict: &VerdictRecord) -> String {
+    let mut text = format!(
+        "verdict: {} (exit {}) for run {}\n",
+        verdict.verdict.as_str(),
+        verdict.exit_code,
+        verdict.run_id
+    );
+    for r in &verdict.reasons {
+        text.push_str(&format!("  - {}: {}\n", r.code, r.message));
+    }
+    text
+}
+
 pub fn print_verdict(verdict: &VerdictRecord, format: OutputFormat) -> Result<()> {
     match format {
         OutputFormat::Json => output::print_json(verdict),
-        OutputFormat::Human => {
-            let mut text = format!(
-                "verdict: {} (exit {}) for run {}\n",
-                verdict.verdict.as_str(),
-                verdict.exit_code,
-                verdict.run_id
-            );
-            for r in &verdict.reasons {
-                text.push_str(&format!("  - {}: {}\n", r.code, r.message));
-            }
-            output::print(&text)
-        }
+        OutputFormat::Human => output::print(&verdict_text(verdict)),
     }
 }
