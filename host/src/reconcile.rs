@@ -10,6 +10,7 @@
 use crate::digest::sha256_file;
 use crate::exit::{Error, Result};
 use crate::trace::{Op, Span, Status};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -170,26 +171,34 @@ pub fn reconcile(repo: &Path, spans: &[Span], exclude: &[Vec<u8>]) -> Result<Rep
             report.ghosts.push(display_path(path));
         }
     }
+    let mut owned = Vec::new();
     for (path, span) in &last {
-        if !delta.contains(*path) {
+        if delta.contains(*path) {
+            owned.push((*path, *span));
+        } else {
             report.phantoms.push(display_path(path));
-            continue;
         }
-        let close = span.close.as_ref().expect("closed spans only");
-        let expected = match span.op {
-            Op::Delete => None,
-            _ => close.after.clone(),
-        };
-        let actual = hash_at(repo, path)?;
-        if actual != expected {
-            report.hash_misses.push(HashMiss {
+    }
+    // Hash the owned paths in parallel: on a large delta this is the cost
+    // reconcile adds to `git status`.
+    let judged: Vec<Option<HashMiss>> = owned
+        .par_iter()
+        .map(|(path, span)| {
+            let close = span.close.as_ref().expect("closed spans only");
+            let expected = match span.op {
+                Op::Delete => None,
+                _ => close.after.clone(),
+            };
+            let actual = hash_at(repo, path)?;
+            Ok((actual != expected).then(|| HashMiss {
                 path: display_path(path),
                 span: span.id.clone(),
                 expected,
                 actual,
-            });
-        }
-    }
+            }))
+        })
+        .collect::<Result<_>>()?;
+    report.hash_misses.extend(judged.into_iter().flatten());
     Ok(report)
 }
 
