@@ -335,14 +335,15 @@ impl Trial<'_> {
             ("patch".into(), sha256_hex(patch)),
         ]);
 
-        let mut findings = self.bounds(patch)?;
+        let protected = self.protected()?;
+        let mut findings = self.bounds(patch, &protected);
         let patched = base_tree.link_copy(&tmp.path().join("patched"))?;
         let mut changes = Vec::new();
         if findings.is_empty() {
             match patched.apply(&patch_file)? {
                 Ok(()) => {
                     changes = changes_of(&patched, self.base)?;
-                    findings.extend(self.bounds_after(&patched, &changes)?);
+                    findings.extend(self.bounds_after(&patched, &changes, &protected));
                 }
                 Err(msg) => findings.push(Finding {
                     path: String::new(),
@@ -400,8 +401,7 @@ impl Trial<'_> {
     }
 
     /// Header paths that leave the tree or touch protected paths.
-    fn bounds(&self, patch: &[u8]) -> Result<Vec<Finding>> {
-        let protected = self.protected()?;
+    fn bounds(&self, patch: &[u8], protected: &GlobSet) -> Vec<Finding> {
         let mut findings = Vec::new();
         for raw in crate::diff::header_paths(patch) {
             let path = String::from_utf8_lossy(&raw).into_owned();
@@ -414,13 +414,12 @@ impl Trial<'_> {
                 findings.push(finding(&path, "patch touches a protected path"));
             }
         }
-        Ok(findings)
+        findings
     }
 
     /// After applying: protected paths as git sees them, and symlinks that
     /// point out of the tree.
-    fn bounds_after(&self, co: &Checkout, changes: &[Change]) -> Result<Vec<Finding>> {
-        let protected = self.protected()?;
+    fn bounds_after(&self, co: &Checkout, changes: &[Change], protected: &GlobSet) -> Vec<Finding> {
         let mut findings = Vec::new();
         for c in changes {
             for p in std::iter::once(&c.path).chain(c.old_path.iter()) {
@@ -442,7 +441,7 @@ impl Trial<'_> {
             }
         }
         findings.dedup();
-        Ok(findings)
+        findings
     }
 
     /// The freeze file at the base revision (the patch can never carry it),
