@@ -118,6 +118,13 @@ impl FreezeFile {
             .unwrap_or(Path::new("."));
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::write(dir, e))?;
         std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| Error::write(path, e))?;
+        // Keep the file's mode: a temp file starts as 0600.
+        let mode = std::fs::metadata(path)
+            .map(|m| m.permissions())
+            .unwrap_or_else(|_| std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        tmp.as_file()
+            .set_permissions(mode)
+            .map_err(|e| Error::write(path, e))?;
         tmp.as_file()
             .sync_all()
             .map_err(|e| Error::write(path, e))?;

@@ -111,6 +111,10 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
         .tempfile_in(dir)
         .map_err(|e| Error::write(dir, e))?;
     tmp.write_all(bytes).map_err(|e| Error::write(path, e))?;
+    // Records are ordinary readable files (a temp file starts as 0600).
+    tmp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .map_err(|e| Error::write(path, e))?;
     tmp.as_file()
         .sync_all()
         .map_err(|e| Error::write(path, e))?;

@@ -96,6 +96,13 @@ fn a_flip_between_two_reports_creates_a_row() {
     assert_eq!(row["expires"].as_str(), Some("2026-12-10T00:00:00Z"));
     assert_eq!(row["observed_at"].as_str(), Some("2026-11-30T12:00:00Z"));
     assert_eq!(row["reports"].as_array().unwrap().len(), 2);
+    // The rewrite keeps an ordinary file mode (temp files start as 0600).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(repo.path().join("flakes.toml"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644);
     // An error counts as a failure too.
     let other = flaky_repo();
     observe(
@@ -350,7 +357,7 @@ fn a_freeze_never_covers_a_second_failing_test() {
     )
     .assert_code(0);
     let base = commit_freeze(&repo);
-    repo_capture(&repo, "r");
+    repo.capture("r", "good");
     check(&repo, "r", &base, "flaky-and-real-failure", "2026-12-01").assert_code(4);
     let p = outcome(&repo.properties("r"), "tests_pass").clone();
     assert_eq!(p["outcome"], "miss");
@@ -365,20 +372,11 @@ fn a_freeze_never_covers_a_second_failing_test() {
     );
 }
 
-fn repo_capture(repo: &DemoRepo, run_id: &str) {
-    let body = fixture("patches/good.diff");
-    run(
-        repo.path(),
-        &["capture", "--run", run_id, "--body", body.to_str().unwrap()],
-    )
-    .assert_code(0);
-}
-
 #[test]
 fn a_report_that_ran_zero_tests_is_reject() {
     for report in ["zero-tests", "only-skipped"] {
         let repo = flaky_repo();
-        repo_capture(&repo, "r");
+        repo.capture("r", "good");
         check(&repo, "r", "HEAD", report, "2026-12-01").assert_code(4);
         let p = outcome(&repo.properties("r"), "tests_pass").clone();
         assert_eq!(
@@ -391,7 +389,7 @@ fn a_report_that_ran_zero_tests_is_reject() {
 #[test]
 fn a_clean_report_is_review_and_stored_with_its_digest() {
     let repo = flaky_repo();
-    repo_capture(&repo, "r");
+    repo.capture("r", "good");
     check(&repo, "r", "HEAD", "all-pass", "2026-12-01").assert_code(0);
     let record = repo.properties("r");
     let stored = std::fs::read(repo.path().join(".agent-ledger/properties/r.junit.xml")).unwrap();
@@ -424,7 +422,7 @@ fn a_patch_that_edits_the_freeze_file_is_rejected() {
 #[test]
 fn the_test_command_runs_without_network() {
     let repo = flaky_repo();
-    repo_capture(&repo, "r");
+    repo.capture("r", "good");
     // A listener on the host's loopback: the test command must not reach it.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -460,7 +458,7 @@ fn the_test_command_runs_without_network() {
 #[test]
 fn without_a_network_namespace_the_test_command_needs_allow_network() {
     let repo = flaky_repo();
-    repo_capture(&repo, "r");
+    repo.capture("r", "good");
     // A PATH with no `unshare` on it: no namespace can be made.
     let bin = tempdir();
     for tool in ["git", "sh", "cp"] {
