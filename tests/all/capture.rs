@@ -310,6 +310,10 @@ fn a_run_id_is_never_captured_twice() {
         before,
         "the receipt was rewritten"
     );
+    // Records are ordinary readable files, not the 0600 of a temp file.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&receipt).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644);
 }
 
 #[test]
