@@ -222,11 +222,6 @@ impl Sandbox {
         })
     }
 
-    /// The engine's precompile compatibility hash, as used in cache keys.
-    pub fn engine_hash(&self) -> &str {
-        &self.engine_hash
-    }
-
     /// Loads a component: compile (or take from the cache), audit imports,
     /// pre-instantiate, and ask it to describe itself.
     pub fn load(&self, bytes: &[u8]) -> Result<Arc<Plugin>, Refusal> {

@@ -218,10 +218,17 @@ impl ReplayArgs {
             ))
         })?;
         if !transcript.record.complete {
-            output::print(&format!(
-                "incomplete: the transcript of run {} is incomplete; properties not run\n",
-                r.run
-            ))?;
+            match self.output.format {
+                OutputFormat::Json => output::print_json(&serde_json::json!({
+                    "result": "incomplete",
+                    "run_id": r.run.as_str(),
+                    "reasons": transcript.record.reasons,
+                }))?,
+                OutputFormat::Human => output::print(&format!(
+                    "incomplete: the transcript of run {} is incomplete; properties not run\n",
+                    r.run
+                ))?,
+            }
             return Ok(exit::INCOMPLETE);
         }
         let lock = replay::read_lock(&r.ledger, &r.run, &transcript)?.ok_or_else(|| {
