@@ -229,7 +229,7 @@ impl Sandbox {
         if let Some(p) = self.loaded.lock().expect("plugin map").get(&sha256) {
             return Ok(p.clone());
         }
-        if !wasmparser_is_component(bytes) {
+        if !is_component(bytes) {
             return Err(Refusal("not a WebAssembly component (a core module or not wasm at all); build it for wasm32-wasip2".into()));
         }
         let component = self.compile_cached(bytes, &sha256)?;
@@ -420,7 +420,7 @@ impl Sandbox {
     }
 }
 
-fn wasmparser_is_component(bytes: &[u8]) -> bool {
+fn is_component(bytes: &[u8]) -> bool {
     // The component binary preamble: magic, then version 0x0d and layer 1.
     bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [0x01, 0x00]
 }
@@ -492,7 +492,7 @@ fn describe_error(e: &wasmtime::Error, limits: &Limits) -> String {
         };
     }
     let msg = root_cause(e);
-    if msg.contains("forcing trap when growing memory") || msg.contains("growing memory") {
+    if msg.contains("growing memory") {
         return format!("memory cap of {} bytes reached", limits.memory_bytes);
     }
     format!("trap: {msg}")

@@ -107,7 +107,8 @@ impl Line {
     }
 }
 
-fn now() -> String {
+/// The current time as trace lines record it (RFC 3339 UTC).
+pub fn now() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()

@@ -53,10 +53,9 @@ pub fn runs_in(ledger: &Ledger) -> Vec<String> {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if let Some(run) = name.strip_suffix(suffix)
-                && !run.ends_with(".junit")
                 && !name.starts_with('.')
             {
-                runs.insert(run.trim_end_matches(".lock").to_string());
+                runs.insert(run.to_string());
             }
         }
     }

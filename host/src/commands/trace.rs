@@ -102,7 +102,7 @@ fn close(at: &Where, open: &Line, after: Option<String>, error: Option<String>) 
         Status::Closed
     };
     line.error = error;
-    line.ts = Line::new("", Event::Close, open.op, b"x").ts;
+    line.ts = trace::now();
     trace::append(&at.trace, &line)?;
     Ok(line)
 }
