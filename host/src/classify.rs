@@ -40,7 +40,7 @@ pub fn verdict_of(run: &RunId, records: &Records) -> VerdictRecord {
         record: "verdict".into(),
         run_id: run.to_string(),
         verdict,
-        exit_code: verdict.exit_code(),
+        exit_code: verdict.exit_code().code(),
         reasons,
         transcript_sha256: records.transcript.as_ref().map(|l| l.sha256.clone()),
         lock_sha256: records.lock.as_ref().map(|l| l.sha256.clone()),

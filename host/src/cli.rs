@@ -1,10 +1,11 @@
 //! The command line: raw arguments only. Parsing does no I/O; each
-//! subcommand's module resolves its arguments and does the work.
+//! subcommand's module resolves its arguments (through `resolve`) and does
+//! the work.
 
 use crate::commands;
-use crate::exit::Result;
-use clap::{Parser, Subcommand, ValueEnum};
-use std::path::{Path, PathBuf};
+use crate::exit::{Error, ExitCode, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -13,11 +14,14 @@ use std::path::{Path, PathBuf};
     about = "Judge a captured coding-agent patch without false greens",
     long_about = "Judge a captured coding-agent patch without false greens.\n\n\
         Exit codes: 0 review/ok, 2 incomplete, 3 fixture_mismatch, 4 reject; \
+        1/2/3 reconcile, 5 verify, 6 a traced command failed; \
         64 usage, 65 bad data, 66 missing input, 70 internal, 73 cannot create, 74 I/O."
 )]
 pub struct Cli {
-    /// Ledger directory where records live [default: `.agent-ledger`; for
-    /// `replay` and `check`, the `ledger` the configuration names, in the repository].
+    /// Ledger directory where records live [default: the `ledger` the
+    /// configuration names (`.agent-ledger`), at the repository root]. Not
+    /// accepted by commands that keep no records (`trace`, `keygen`, `flake
+    /// list`, `flake prune`).
     #[arg(long, global = true, value_name = "DIR")]
     pub ledger: Option<PathBuf>,
 
@@ -54,43 +58,42 @@ pub enum Command {
 }
 
 impl Cli {
-    pub fn execute(self) -> Result<i32> {
-        // Commands that read a repository default to the ledger its
-        // configuration names; the others to `.agent-ledger` here.
-        let explicit = self.ledger.as_deref();
-        let ledger = crate::ledger::Ledger::new(explicit.unwrap_or(Path::new(".agent-ledger")));
+    pub fn execute(self) -> Result<ExitCode> {
+        let ledger = self.ledger.as_deref();
+        let refuse = |command: &str| -> Result<()> {
+            match ledger {
+                Some(_) => Err(Error::Usage(format!(
+                    "`--ledger` has no effect on `{command}`, which keeps no records: drop it"
+                ))),
+                None => Ok(()),
+            }
+        };
         match self.command {
-            Command::Capture(cmd) => cmd.execute(&ledger),
-            Command::Lock(cmd) => cmd.execute(&ledger),
-            Command::Classify(cmd) => cmd.execute(&ledger),
-            Command::Replay(cmd) => cmd.execute(explicit),
-            Command::Check(cmd) => cmd.execute(explicit),
-            Command::Trace(cmd) => cmd.execute(),
-            Command::Reconcile(cmd) => cmd.execute(explicit),
-            Command::Flake(cmd) => cmd.execute(explicit),
-            Command::Verify(cmd) => cmd.execute(explicit),
-            Command::Sign(cmd) => cmd.execute(&ledger),
-            Command::Keygen(cmd) => cmd.execute(),
-            Command::Pack(cmd) => cmd.execute(&ledger),
+            Command::Capture(cmd) => cmd.execute(ledger),
+            Command::Lock(cmd) => cmd.execute(ledger),
+            Command::Classify(cmd) => cmd.execute(ledger),
+            Command::Replay(cmd) => cmd.execute(ledger),
+            Command::Check(cmd) => cmd.execute(ledger),
+            Command::Trace(cmd) => {
+                refuse("trace")?;
+                cmd.execute()
+            }
+            Command::Reconcile(cmd) => cmd.execute(ledger),
+            Command::Flake(cmd) => {
+                if !cmd.keeps_records() {
+                    refuse("flake list/prune")?;
+                }
+                cmd.execute(ledger)
+            }
+            Command::Verify(cmd) => cmd.execute(ledger),
+            Command::Sign(cmd) => cmd.execute(ledger),
+            Command::Keygen(cmd) => {
+                refuse("keygen")?;
+                cmd.execute()
+            }
+            Command::Pack(cmd) => cmd.execute(ledger),
         }
     }
-}
-
-/// How a command prints its result.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Sentences for people.
-    #[default]
-    Human,
-    /// One JSON document on stdout.
-    Json,
-}
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct OutputArgs {
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
-    pub format: OutputFormat,
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! `agent-ledger.toml`: read from the base revision (or an explicit file
 //! outside the tree), never from the patched tree. Field meanings are in
-//! `docs/config.md`.
+//! the README's configuration section.
 
 use crate::exit::{Error, Result};
+use crate::git::Repo;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -134,6 +135,78 @@ pub struct Loaded {
     pub sha256: String,
     /// Human description: `agent-ledger.toml at <rev>` or the file path.
     pub source: String,
+}
+
+impl Loaded {
+    /// Parses configuration bytes read from `source`.
+    pub fn from_bytes(bytes: Vec<u8>, source: String) -> Result<Loaded> {
+        Ok(Loaded {
+            config: Config::parse(&bytes, Path::new(&source))?,
+            sha256: crate::digest::sha256_hex(&bytes),
+            bytes,
+            source,
+        })
+    }
+
+    /// No configuration file: the defaults, recorded as the empty file.
+    pub fn absent(source: String) -> Loaded {
+        Loaded {
+            config: Config::absent(),
+            sha256: crate::digest::sha256_hex(b""),
+            bytes: Vec::new(),
+            source,
+        }
+    }
+}
+
+/// Where a command reads `agent-ledger.toml` from when no `--config FILE`
+/// is given.
+#[derive(Debug, Clone, Copy)]
+pub enum At<'a> {
+    /// A revision of the repository: the trusted base of a trial. A
+    /// `--config FILE` must then lie outside the repository, so the tree
+    /// under judgement never supplies its own configuration.
+    Revision(&'a str),
+    /// The working tree at the repository root (or the current directory
+    /// outside a repository): the operator's own bookkeeping commands.
+    WorkingTree,
+}
+
+/// Reads the configuration: `file` when given, else `agent-ledger.toml` as
+/// `at` says. `root` is the repository root (or the current directory when
+/// there is no repository); `repo` is needed for `At::Revision`.
+pub fn load(repo: Option<&Repo>, root: &Path, at: At<'_>, file: Option<&Path>) -> Result<Loaded> {
+    if let Some(path) = file {
+        if let (At::Revision(_), Some(repo)) = (at, repo)
+            && crate::paths::is_inside(&repo.root, path)
+        {
+            return Err(Error::Usage(format!(
+                "`--config {}` is inside the repository; the patched tree must not supply its own configuration: name a file outside it, or let agent-ledger read `{FILE_NAME}` from the base revision",
+                path.display(),
+            )));
+        }
+        let bytes = crate::input::read_file(path, crate::input::CONFIG_CAP)?;
+        return Loaded::from_bytes(bytes, path.display().to_string());
+    }
+    match (at, repo) {
+        (At::Revision(rev), Some(repo)) => {
+            let source = format!("{FILE_NAME} at {rev}");
+            match repo.read_at(rev, FILE_NAME)? {
+                Some(bytes) => Loaded::from_bytes(bytes, source),
+                None => Ok(Loaded::absent(format!("no {source}"))),
+            }
+        }
+        (At::Revision(rev), None) => Err(Error::Internal(format!(
+            "the configuration at `{rev}` needs a repository"
+        ))),
+        (At::WorkingTree, _) => {
+            let path = root.join(FILE_NAME);
+            match crate::input::read_optional(&path, crate::input::CONFIG_CAP)? {
+                Some(bytes) => Loaded::from_bytes(bytes, path.display().to_string()),
+                None => Ok(Loaded::absent(format!("no {}", path.display()))),
+            }
+        }
+    }
 }
 
 impl Config {

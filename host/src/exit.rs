@@ -1,37 +1,98 @@
 //! Exit codes and the one error type of the library.
 //!
-//! The exit code is the contract CI reads, so every failure maps to exactly one
-//! documented code here. Verdict codes (0, 2, 3, 4) are only ever produced by a
-//! judgement; operational failures use the sysexits range (64 and up) so that
-//! no broken input can pass for a verdict.
+//! The exit code is the contract CI reads, so every outcome maps to exactly
+//! one documented code here. Verdict codes (0, 2, 3, 4) are only ever produced
+//! by a judgement; operational failures use the sysexits range (64 and up) so
+//! that no broken input can pass for a verdict.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// `review` verdict, a complete capture, a matching lock, a clean reconcile.
-pub const OK: i32 = 0;
-/// `reconcile` found ghosts, phantoms or hash misses.
-pub const RECONCILE_MISMATCH: i32 = 1;
-/// `incomplete` verdict (transcript), or open spans for `reconcile`.
-pub const INCOMPLETE: i32 = 2;
-/// `fixture_mismatch` verdict, or an empty/drifted fixture root for `lock`.
-pub const FIXTURE_MISMATCH: i32 = 3;
-/// `reject` verdict.
-pub const REJECT: i32 = 4;
-/// `verify` found a run that does not verify.
-pub const VERIFY_FAILED: i32 = 5;
-/// Command-line usage error (sysexits EX_USAGE).
-pub const USAGE: i32 = 64;
-/// Input data was malformed: a corrupt record, a broken chain (EX_DATAERR).
-pub const DATA: i32 = 65;
-/// An input file or record does not exist (EX_NOINPUT).
-pub const NO_INPUT: i32 = 66;
-/// An internal error: a bug or an unexpected state (EX_SOFTWARE).
-pub const SOFTWARE: i32 = 70;
-/// An output could not be created, or already exists (EX_CANTCREAT).
-pub const CANT_CREATE: i32 = 73;
-/// An I/O error while reading or writing (EX_IOERR).
-pub const IO: i32 = 74;
+/// What a command tells its caller through the process exit status.
+///
+/// Several outcomes share a number (CI reads numbers), but each has its own
+/// name here so that no command borrows another's meaning by accident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// 0: `review`, a complete capture, a matching lock, a reconciled trace,
+    /// a verified ledger, a command that did what it was asked.
+    Ok,
+    /// 1: `reconcile` found a ghost, phantom or hash miss; `trace exec` saw
+    /// its command change a path it did not declare.
+    Mismatch,
+    /// 2: the `incomplete` verdict (the transcript is missing or not whole).
+    Incomplete,
+    /// 2: `reconcile`: a span is still open (the agent run did not finish).
+    OpenSpans,
+    /// 3: the `fixture_mismatch` verdict, or an empty or drifted lock.
+    FixtureMismatch,
+    /// 3: `reconcile --require-mutation`: the tree is clean and the trace
+    /// has no write or delete.
+    NoMutation,
+    /// 4: the `reject` verdict.
+    Reject,
+    /// 5: `verify`: a run (or the archive) does not verify.
+    VerifyFailed,
+    /// 6: `trace exec`: the traced command itself failed (a non-zero exit or
+    /// a signal). Never the command's own status: a child exiting 4 must not
+    /// read as `reject`.
+    CommandFailed,
+    /// 64 and up: an operational failure, never a judgement.
+    Sysexit(Sysexit),
+}
+
+/// The sysexits codes this tool uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sysexit {
+    /// 64: command-line usage error (clap's own usage exit 2 is overridden).
+    Usage,
+    /// 65: input data was malformed: a corrupt record, a broken chain, a
+    /// refusal by rule.
+    Data,
+    /// 66: an input file, record or revision does not exist.
+    NoInput,
+    /// 70: an internal error: a bug or an unexpected state.
+    Software,
+    /// 73: an output could not be created, or already exists.
+    CantCreate,
+    /// 74: an I/O error while reading or writing.
+    Io,
+}
+
+impl ExitCode {
+    /// The process exit status.
+    pub fn code(self) -> i32 {
+        match self {
+            ExitCode::Ok => 0,
+            ExitCode::Mismatch => 1,
+            ExitCode::Incomplete | ExitCode::OpenSpans => 2,
+            ExitCode::FixtureMismatch | ExitCode::NoMutation => 3,
+            ExitCode::Reject => 4,
+            ExitCode::VerifyFailed => 5,
+            ExitCode::CommandFailed => 6,
+            ExitCode::Sysexit(s) => s.code(),
+        }
+    }
+}
+
+impl Sysexit {
+    pub fn code(self) -> i32 {
+        match self {
+            Sysexit::Usage => 64,
+            Sysexit::Data => 65,
+            Sysexit::NoInput => 66,
+            Sysexit::Software => 70,
+            Sysexit::CantCreate => 73,
+            Sysexit::Io => 74,
+        }
+    }
+}
+
+impl From<Sysexit> for ExitCode {
+    fn from(s: Sysexit) -> Self {
+        ExitCode::Sysexit(s)
+    }
+}
 
 /// Every failure the library reports. Messages are lowercase fragments that
 /// read after "error:" and name the path, field or id they are about.
@@ -57,15 +118,17 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> Sysexit {
         match self {
-            Error::Usage(_) => USAGE,
-            Error::Read { source, .. } if source.kind() == io::ErrorKind::NotFound => NO_INPUT,
-            Error::Read { .. } => IO,
-            Error::Write { .. } | Error::Exists { .. } => CANT_CREATE,
-            Error::Data { .. } | Error::Refused(_) => DATA,
-            Error::Missing(_) => NO_INPUT,
-            Error::Internal(_) => SOFTWARE,
+            Error::Usage(_) => Sysexit::Usage,
+            Error::Read { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                Sysexit::NoInput
+            }
+            Error::Read { .. } => Sysexit::Io,
+            Error::Write { .. } | Error::Exists { .. } => Sysexit::CantCreate,
+            Error::Data { .. } | Error::Refused(_) => Sysexit::Data,
+            Error::Missing(_) => Sysexit::NoInput,
+            Error::Internal(_) => Sysexit::Software,
         }
     }
 
@@ -92,3 +155,53 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_operational_code_collides_with_a_judgement() {
+        let judgements = [
+            ExitCode::Ok,
+            ExitCode::Mismatch,
+            ExitCode::Incomplete,
+            ExitCode::OpenSpans,
+            ExitCode::FixtureMismatch,
+            ExitCode::NoMutation,
+            ExitCode::Reject,
+            ExitCode::VerifyFailed,
+            ExitCode::CommandFailed,
+        ];
+        for s in [
+            Sysexit::Usage,
+            Sysexit::Data,
+            Sysexit::NoInput,
+            Sysexit::Software,
+            Sysexit::CantCreate,
+            Sysexit::Io,
+        ] {
+            assert!(s.code() >= 64);
+            assert!(judgements.iter().all(|j| j.code() < 64));
+        }
+    }
+
+    #[test]
+    fn a_failed_traced_command_is_not_a_verdict_code() {
+        let code = ExitCode::CommandFailed.code();
+        for verdict in [0, 2, 3, 4] {
+            assert_ne!(code, verdict);
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_no_input_and_other_read_errors_are_io() {
+        let missing = Error::read(Path::new("x"), io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(missing.exit_code(), Sysexit::NoInput);
+        let denied = Error::read(
+            Path::new("x"),
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        );
+        assert_eq!(denied.exit_code(), Sysexit::Io);
+    }
+}

@@ -20,7 +20,6 @@ use crate::exit::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 pub const SCHEMA: u32 = 1;
 
@@ -45,22 +44,7 @@ pub struct Row {
     pub runs: Vec<String>,
 }
 
-/// Parses an RFC 3339 date-time or a bare date (its start, UTC).
-pub fn parse_time(s: &str) -> std::result::Result<OffsetDateTime, String> {
-    if let Ok(t) = OffsetDateTime::parse(s, &Rfc3339) {
-        return Ok(t);
-    }
-    let format = time::macros::format_description!("[year]-[month]-[day]");
-    time::Date::parse(s, &format)
-        .map(|d| d.midnight().assume_utc())
-        .map_err(|_| format!("`{s}` is not an RFC 3339 date or date-time (`2026-10-02` or `2026-10-02T00:00:00Z`)"))
-}
-
-pub fn format_time(t: OffsetDateTime) -> String {
-    t.to_offset(time::UtcOffset::UTC)
-        .format(&Rfc3339)
-        .unwrap_or_default()
-}
+pub use crate::clock::{format_time, parse_time};
 
 impl Row {
     /// Active while `now` is before the expiry; `now == expires` is expired.

@@ -189,6 +189,14 @@ fn link_tree(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Whether `git apply` took a patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    Clean,
+    /// It does not apply; git's message says why.
+    Refused(String),
+}
+
 /// A path the patch changed, as git reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameStatus {
@@ -223,19 +231,19 @@ impl Checkout {
     }
 
     /// Applies a patch strictly: no fuzz, no 3-way, no reject files, no
-    /// recount, never reversed. `Err(message)` when it does not apply.
-    pub fn apply(&self, patch_file: &Path) -> Result<std::result::Result<(), String>> {
+    /// recount, never reversed.
+    pub fn apply(&self, patch_file: &Path) -> Result<Applied> {
         let out = self
             .git()
             .args(["apply", "--index", "--whitespace=nowarn"])
             .arg(patch_file)
             .output()
             .map_err(|e| Error::Internal(format!("cannot run git apply: {e}")))?;
-        if out.status.success() {
-            Ok(Ok(()))
+        Ok(if out.status.success() {
+            Applied::Clean
         } else {
-            Ok(Err(String::from_utf8_lossy(&out.stderr).trim().to_string()))
-        }
+            Applied::Refused(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        })
     }
 
     /// Every path that differs between `commit` and the index, renames

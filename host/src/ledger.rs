@@ -151,6 +151,32 @@ pub fn store_object(ledger: &Ledger, bytes: &[u8]) -> Result<String> {
     }
 }
 
+/// Something looked up by digest or by name: its bytes, or why it cannot
+/// be had. `Unavailable` is a per-property error in a replay, not a failure
+/// of the whole command.
+#[derive(Debug)]
+pub enum Fetched {
+    Found(Vec<u8>),
+    Unavailable(String),
+}
+
+/// Reads `objects/SHA` and checks it hashes to its name.
+pub fn read_object(objects: &Path, sha: &str) -> Result<Fetched> {
+    if !crate::digest::is_sha256_hex(sha) {
+        return Ok(Fetched::Unavailable(format!("`{sha}` is not a sha256")));
+    }
+    let path = objects.join(sha);
+    Ok(match fs::read(&path) {
+        Ok(bytes) if sha256_hex(&bytes) == sha => Fetched::Found(bytes),
+        Ok(bytes) => Fetched::Unavailable(format!(
+            "`{}` has sha256 {}, not its name",
+            path.display(),
+            sha256_hex(&bytes)
+        )),
+        Err(e) => Fetched::Unavailable(format!("`{}` is not in the ledger: {e}", path.display())),
+    })
+}
+
 /// Serialises a record the one way records are written: pretty JSON with a
 /// trailing newline. Deterministic for equal values.
 pub fn to_bytes<T: Record>(record: &T) -> Vec<u8> {

@@ -167,6 +167,28 @@ pub fn dir_hash(entries: &[LockEntry]) -> String {
     sha256_hex(text.as_bytes())
 }
 
+/// The one way a lock record is made: `entries` (sorted, as `scan` returns
+/// them) under `roots`, building on the transcript `transcript_sha256`.
+pub fn build(
+    run: &crate::ledger::RunId,
+    transcript_sha256: &str,
+    base_revision: Option<&str>,
+    roots: Vec<String>,
+    entries: Vec<LockEntry>,
+) -> FixtureLock {
+    FixtureLock {
+        schema: crate::record::SCHEMA,
+        record: "fixture_lock".into(),
+        run_id: run.to_string(),
+        transcript_sha256: transcript_sha256.to_string(),
+        base_revision: base_revision.map(str::to_string),
+        roots,
+        count: entries.len() as u64,
+        dir_hash: dir_hash(&entries),
+        files: entries,
+    }
+}
+
 /// Checks a lock record is internally consistent: sorted unique paths, the
 /// count, and the dirHash. A lock with a row removed or edited fails here.
 pub fn check_consistent(lock: &FixtureLock, path: &Path) -> Result<()> {

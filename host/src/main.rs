@@ -1,5 +1,5 @@
 use agent_ledger::cli::Cli;
-use agent_ledger::exit;
+use agent_ledger::exit::{ExitCode, Sysexit};
 use clap::Parser;
 use clap::error::ErrorKind;
 
@@ -15,17 +15,17 @@ fn main() {
                     source = s.source();
                 }
                 eprintln!("{msg}");
-                err.exit_code()
+                ExitCode::Sysexit(err.exit_code())
             }
         },
         Err(err) => {
             // clap's own usage error exits 2, which is a verdict code here.
             let _ = err.print();
             match err.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => exit::OK,
-                _ => exit::USAGE,
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::Ok,
+                _ => ExitCode::Sysexit(Sysexit::Usage),
             }
         }
     };
-    std::process::exit(code);
+    std::process::exit(code.code());
 }

@@ -263,12 +263,13 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn exit_code(self) -> i32 {
+    pub fn exit_code(self) -> crate::exit::ExitCode {
+        use crate::exit::ExitCode;
         match self {
-            Verdict::Review => crate::exit::OK,
-            Verdict::Incomplete => crate::exit::INCOMPLETE,
-            Verdict::FixtureMismatch => crate::exit::FIXTURE_MISMATCH,
-            Verdict::Reject => crate::exit::REJECT,
+            Verdict::Review => ExitCode::Ok,
+            Verdict::Incomplete => ExitCode::Incomplete,
+            Verdict::FixtureMismatch => ExitCode::FixtureMismatch,
+            Verdict::Reject => ExitCode::Reject,
         }
     }
 

@@ -6,13 +6,14 @@
 
 use crate::capture::{check_receipt, read_stored};
 use crate::classify::{Records, verdict_of};
-use crate::config::{self, Config};
-use crate::exit::Result;
+use crate::config;
+use crate::exit::{Error, Result};
 use crate::git::Repo;
 use crate::ledger::{self, Ledger, Loaded, RunId, check_link, check_run};
+use crate::ledger::{Fetched, read_object};
 use crate::lock::check_consistent;
 use crate::record::{FixtureLock, PropertyRecord, TranscriptReceipt, VerdictRecord};
-use crate::replay::{self, Source, Trial, TrialTrees, read_object};
+use crate::replay::{self, Replay, Source, TrialTrees};
 use crate::sandbox::Sandbox;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -82,7 +83,8 @@ impl<'a> Verifier<'a> {
         self.objects
             .entry(sha.to_string())
             .or_insert_with(|| match read_object(&objects, sha) {
-                Ok(r) => r.map(|_| ()),
+                Ok(Fetched::Found(_)) => Ok(()),
+                Ok(Fetched::Unavailable(why)) => Err(why),
                 Err(e) => Err(e.to_string()),
             })
             .clone()
@@ -315,48 +317,47 @@ impl<'a> Verifier<'a> {
     ) -> Result<()> {
         let objects = self.ledger.objects();
         let record = &props.record;
-        let config_bytes =
-            read_object(&objects, &record.config_sha256)?.map_err(crate::exit::Error::Missing)?;
-        let config = config::Loaded {
-            config: if config_bytes.is_empty() {
-                Config::absent()
-            } else {
-                Config::parse(&config_bytes, &objects.join(&record.config_sha256))?
-            },
-            sha256: record.config_sha256.clone(),
-            bytes: config_bytes,
-            source: "the archived configuration".into(),
+        let config_bytes = match read_object(&objects, &record.config_sha256)? {
+            Fetched::Found(bytes) => bytes,
+            Fetched::Unavailable(why) => return Err(Error::Missing(why)),
+        };
+        let source = objects.join(&record.config_sha256).display().to_string();
+        let config = if config_bytes.is_empty() {
+            config::Loaded::absent("the archived configuration (none)".into())
+        } else {
+            config::Loaded::from_bytes(config_bytes, source)?
         };
         let junit = match &record.junit {
             Some(j) => Some((j.clone(), read_stored(&props.path, j)?)),
             None => None,
         };
-        let now = crate::freeze::parse_time(&record.now)
-            .map_err(|e| crate::exit::Error::data(&props.path, format!("field `now`: {e}")))?;
-        let trial = Trial {
-            source: Source::Archive {
-                objects: &objects,
-                record,
-            },
-            used: Default::default(),
-            run,
-            repo,
-            base: &record.base_revision,
-            config: &config,
-            ledger_rel: replay::ledger_relative(repo, self.ledger.root()),
-            transcript,
-            lock,
-            sandbox,
-            now,
-            junit,
-            test_run: record.test_run.clone(),
-        };
+        let now = crate::clock::parse_time(&record.now)
+            .map_err(|e| Error::data(&props.path, format!("field `now`: {e}")))?;
         let trees = TrialTrees::new(repo, &record.base_revision)?;
-        let again = ledger::to_bytes(&trial.replay(patch, &trees)?);
-        let stored =
-            std::fs::read(&props.path).map_err(|e| crate::exit::Error::read(&props.path, e))?;
-        if again != stored {
-            return Err(crate::exit::Error::data(
+        let again = replay::run(
+            &Replay {
+                source: Source::Archive {
+                    objects: &objects,
+                    record,
+                },
+                run,
+                repo,
+                base: &record.base_revision,
+                config: &config,
+                ledger_root: self.ledger.root(),
+                transcript,
+                patch,
+                lock,
+                sandbox,
+                now,
+                junit,
+                test_run: record.test_run.clone(),
+            },
+            &trees,
+        )?;
+        let stored = std::fs::read(&props.path).map_err(|e| Error::read(&props.path, e))?;
+        if ledger::to_bytes(&again.record) != stored {
+            return Err(Error::data(
                 &props.path,
                 "re-running the replay gives a different property record",
             ));

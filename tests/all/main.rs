@@ -7,6 +7,7 @@ mod flake;
 mod lock;
 mod reconcile;
 mod replay;
+mod resolve;
 mod sandbox;
 mod support;
 mod verify;

@@ -1,14 +1,14 @@
 //! `agent-ledger capture`: judge and store a model response.
 
 use crate::capture::{CaptureInput, capture};
-use crate::cli::OutputFormat;
-use crate::exit::{self, Error, Result};
-use crate::ledger::{Ledger, RunId};
-use crate::output;
+use crate::exit::{Error, ExitCode, Result};
+use crate::input;
+use crate::ledger::RunId;
+use crate::output::{self, OutputFormat};
 use crate::provider::BodyFormat;
+use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use clap::ValueEnum;
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct CaptureArgs {
@@ -18,9 +18,12 @@ pub struct CaptureArgs {
     /// The response body: a file, or `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub body: PathBuf,
-    /// Body format (raw, openai-chat, openai-sse, openai-responses, anthropic,
-    /// anthropic-sse; default raw) and/or output format (human, json). Give it
-    /// twice to set both: `--format openai-sse --format json`.
+    /// How the body is encoded.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub body_format: Option<BodyFormat>,
+    /// Output format (human, json). For one release it also accepts a body
+    /// format (raw, openai-chat, ...), with a deprecation warning: use
+    /// `--body-format` for that.
     #[arg(long = "format", value_name = "FORMAT", action = clap::ArgAction::Append)]
     pub formats: Vec<String>,
     /// The byte length the server declared for the response.
@@ -33,68 +36,67 @@ pub struct CaptureArgs {
     /// beside the transcript for the `span_bijection` property.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
-/// Splits the values of `--format` into the body format and output format.
-fn resolve_formats(values: &[String]) -> Result<(BodyFormat, OutputFormat)> {
-    let mut body = None;
+/// Splits the values of `--format` into the output format and, deprecated,
+/// a body format.
+fn resolve_formats(
+    body_flag: Option<BodyFormat>,
+    values: &[String],
+) -> Result<(BodyFormat, OutputFormat)> {
+    let mut body = body_flag;
     let mut out = None;
     for v in values {
-        if let Ok(f) = BodyFormat::from_str(v, false) {
-            if body.replace(f).is_some() {
-                return Err(Error::Usage("`--format` names two body formats".into()));
-            }
-        } else if let Ok(f) = OutputFormat::from_str(v, false) {
+        if let Ok(f) = OutputFormat::from_str(v, false) {
             if out.replace(f).is_some() {
                 return Err(Error::Usage("`--format` names two output formats".into()));
             }
+        } else if let Ok(f) = BodyFormat::from_str(v, false) {
+            if body.replace(f).is_some() {
+                return Err(Error::Usage(
+                    "the body format is given twice (`--body-format` and `--format`, or `--format` twice)".into(),
+                ));
+            }
+            eprintln!(
+                "warning: `--format {v}` names the body format; use `--body-format {v}` (from the next release `--format` names only the output format)"
+            );
         } else {
             return Err(Error::Usage(format!(
-                "invalid value `{v}` for `--format`: expected raw, openai-chat, openai-sse, openai-responses, anthropic, anthropic-sse, human or json"
+                "invalid value `{v}` for `--format`: expected human or json (body formats go to `--body-format`)"
             )));
         }
     }
     Ok((body.unwrap_or(BodyFormat::Raw), out.unwrap_or_default()))
 }
 
-pub fn read_input(path: &std::path::Path) -> Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| Error::read(std::path::Path::new("<stdin>"), e))?;
-        Ok(buf)
-    } else {
-        std::fs::read(path).map_err(|e| Error::read(path, e))
-    }
-}
-
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .replace_nanosecond(0)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_default()
-}
-
 impl CaptureArgs {
-    pub fn execute(self, ledger: &Ledger) -> Result<i32> {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         let run = RunId::parse(&self.run)?;
-        let (format, output) = resolve_formats(&self.formats)?;
-        let body = read_input(&self.body)?;
+        let (format, output) = resolve_formats(self.body_format, &self.formats)?;
+        let resolved = resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: false,
+                config_at: ConfigAt::WorkingTree,
+            },
+        )?;
+        let body = input::read_file_or_stdin(&self.body, input::BODY_CAP)?;
         let trace = match &self.trace {
             Some(path) => {
-                let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+                let bytes = input::read_file(path, input::TRACE_CAP)?;
                 crate::trace::parse(path, &bytes)?;
                 Some(bytes)
             }
             None => None,
         };
         let receipt = capture(
-            ledger,
+            &resolved.ledger,
             CaptureInput {
                 run: &run,
                 format,
@@ -102,30 +104,27 @@ impl CaptureArgs {
                 declared_bytes: self.declared_bytes,
                 request_id: self.request_id,
                 trace: trace.as_deref(),
-                captured_at: now_rfc3339(),
+                captured_at: crate::clock::format_time(crate::clock::now()),
             },
         )?;
-        match output {
-            OutputFormat::Json => output::print_json(&receipt)?,
-            OutputFormat::Human => {
-                let mut text = format!(
-                    "{}: run {} ({}, {} bytes, sha256 {})\n",
-                    receipt.verdict,
-                    receipt.run_id,
-                    receipt.format,
-                    receipt.body.bytes,
-                    receipt.body.sha256
-                );
-                for r in &receipt.reasons {
-                    text.push_str(&format!("  - {}: {}\n", r.code, r.message));
-                }
-                output::print(&text)?;
+        output::emit(output, &receipt, || {
+            let mut text = format!(
+                "{}: run {} ({}, {} bytes, sha256 {})\n",
+                receipt.verdict,
+                receipt.run_id,
+                receipt.format,
+                receipt.body.bytes,
+                receipt.body.sha256
+            );
+            for r in &receipt.reasons {
+                text.push_str(&format!("  - {}: {}\n", r.code, r.message));
             }
-        }
+            text
+        })?;
         Ok(if receipt.complete {
-            exit::OK
+            ExitCode::Ok
         } else {
-            exit::INCOMPLETE
+            ExitCode::Incomplete
         })
     }
 }

@@ -1,12 +1,12 @@
 //! `agent-ledger classify`: the verdict of a run from its records.
 
+use crate::chain;
 use crate::classify::{Records, classify};
-use crate::cli::{OutputArgs, OutputFormat};
-use crate::exit::{Error, Result};
-use crate::ledger::{self, Ledger, RunId};
-use crate::output;
-use crate::record::VerdictRecord;
-use std::path::PathBuf;
+use crate::exit::{ExitCode, Result};
+use crate::ledger::{self, RunId};
+use crate::output::{self, OutputArgs};
+use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct ClassifyArgs {
@@ -23,12 +23,26 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "FILE")]
     pub properties: Option<PathBuf>,
     #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl ClassifyArgs {
-    pub fn execute(self, ledger: &Ledger) -> Result<i32> {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         let run = RunId::parse(&self.run)?;
+        let ledger = resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: false,
+                config_at: ConfigAt::WorkingTree,
+            },
+        )?
+        .ledger;
         // An explicitly named record must exist; a default one may be missing.
         fn load<T: crate::record::Record>(
             explicit: Option<PathBuf>,
@@ -45,47 +59,10 @@ impl ClassifyArgs {
             properties: load(self.properties, ledger.properties(&run))?,
         };
         let verdict = classify(&run, &records)?;
-        store_verdict(ledger, &run, &verdict)?;
-        print_verdict(&verdict, self.output.format)?;
-        Ok(verdict.exit_code)
-    }
-}
-
-/// Writes the verdict record. Classifying again from the same records is
-/// idempotent; a different verdict for a recorded run is never written over.
-pub fn store_verdict(ledger: &Ledger, run: &RunId, verdict: &VerdictRecord) -> Result<()> {
-    let path = ledger.verdict(run);
-    if let Some(existing) = ledger::read_optional::<VerdictRecord>(&path)?
-        && &existing.record != verdict
-    {
-        return Err(Error::Exists {
-            path,
-            hint: format!(
-                "it records `{}` from other records; a retry is a new run id",
-                existing.record.verdict.as_str()
-            ),
-        });
-    }
-    ledger::write_or_match(&path, verdict, "verdict").map(|_| ())
-}
-
-/// The verdict and its reasons, as people read them.
-pub fn verdict_text(verdict: &VerdictRecord) -> String {
-    let mut text = format!(
-        "verdict: {} (exit {}) for run {}\n",
-        verdict.verdict.as_str(),
-        verdict.exit_code,
-        verdict.run_id
-    );
-    for r in &verdict.reasons {
-        text.push_str(&format!("  - {}: {}\n", r.code, r.message));
-    }
-    text
-}
-
-pub fn print_verdict(verdict: &VerdictRecord, format: OutputFormat) -> Result<()> {
-    match format {
-        OutputFormat::Json => output::print_json(verdict),
-        OutputFormat::Human => output::print(&verdict_text(verdict)),
+        chain::store_verdict(&ledger, &run, &verdict)?;
+        output::emit(self.output.format, &verdict, || {
+            output::human::verdict(&verdict)
+        })?;
+        Ok(verdict.verdict.exit_code())
     }
 }

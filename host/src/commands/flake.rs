@@ -1,14 +1,15 @@
 //! `agent-ledger flake observe|list|prune`: the flake-freeze file.
 
-use crate::cli::{OutputArgs, OutputFormat};
-use crate::config::{self, Config};
+use crate::clock::{format_time, parse_flag};
+use crate::config::Config;
 use crate::digest::sha256_hex;
-use crate::exit::{self, Error, Result};
-use crate::freeze::{FreezeFile, Row, format_time, parse_time};
+use crate::exit::{Error, ExitCode, Result};
+use crate::freeze::{FreezeFile, Row};
 use crate::junit::{self, Status};
-use crate::ledger::{self, RunId};
-use crate::output;
+use crate::ledger::{self, Ledger, RunId};
+use crate::output::{self, OutputArgs, OutputFormat};
 use crate::record::TranscriptReceipt;
+use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 
@@ -20,9 +21,12 @@ pub struct FlakeArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct FreezeWhere {
-    /// The repository whose `agent-ledger.toml` names the freeze file.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub repo: PathBuf,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The configuration (which names the freeze file and the ledger)
+    /// [default: `agent-ledger.toml` in the working tree].
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// The freeze file [default: `[flakes].file` of the configuration, else `flakes.toml`].
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -68,41 +72,49 @@ pub enum FlakeCommand {
     },
 }
 
-pub fn resolve_now(now: Option<&str>) -> Result<OffsetDateTime> {
-    match now {
-        Some(s) => parse_time(s).map_err(|e| Error::Usage(format!("`--now`: {e}"))),
-        None => Ok(OffsetDateTime::now_utc()
-            .replace_nanosecond(0)
-            .unwrap_or_else(|_| OffsetDateTime::now_utc())),
-    }
-}
-
 struct Setup {
     config: Config,
     file: PathBuf,
     now: OffsetDateTime,
+    ledger: Ledger,
+    repo: Option<crate::git::Repo>,
 }
 
-fn setup(at: &FreezeWhere) -> Result<Setup> {
-    let config_path = at.repo.join(config::FILE_NAME);
-    let config = match std::fs::read(&config_path) {
-        Ok(bytes) => Config::parse(&bytes, &config_path)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::absent(),
-        Err(e) => return Err(Error::read(&config_path, e)),
-    };
+fn setup(at: &FreezeWhere, ledger: Option<&Path>) -> Result<Setup> {
+    let resolved = resolve(
+        at.repo.repo.as_deref(),
+        at.config.config.as_deref(),
+        ledger,
+        Needs {
+            repo: false,
+            config_at: ConfigAt::WorkingTree,
+        },
+    )?;
     let file = at
         .file
         .clone()
-        .unwrap_or_else(|| at.repo.join(&config.flakes.file));
+        .unwrap_or_else(|| resolved.root.join(&resolved.config.config.flakes.file));
+    let now = match at.now.as_deref() {
+        Some(s) => parse_flag("--now", s)?,
+        None => crate::clock::now(),
+    };
     Ok(Setup {
-        now: resolve_now(at.now.as_deref())?,
-        config,
+        now,
         file,
+        ledger: resolved.ledger,
+        repo: resolved.repo,
+        config: resolved.config.config,
     })
 }
 
 impl FlakeArgs {
-    pub fn execute(self, ledger: Option<&Path>) -> Result<i32> {
+    /// Whether the subcommand reads the ledger (`observe` does; `list` and
+    /// `prune` touch only the freeze file).
+    pub fn keeps_records(&self) -> bool {
+        matches!(self.command, FlakeCommand::Observe { .. })
+    }
+
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         match self.command {
             FlakeCommand::Observe {
                 test,
@@ -112,22 +124,17 @@ impl FlakeArgs {
                 reports,
                 at,
             } => {
-                let s = setup(&at)?;
-                let ledger = ledger
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| at.repo.join(&s.config.ledger));
-                observe(
-                    &s, &ledger, &test, &revision, &reason, &expires, &reports, &at,
-                )
+                let s = setup(&at, ledger)?;
+                observe(&s, &test, &revision, &reason, &expires, &reports, &at)
             }
             FlakeCommand::List { at } => {
-                let s = setup(&at)?;
+                let s = setup(&at, None)?;
                 let freeze = FreezeFile::load(&s.file)?;
                 show(&freeze, s.now, at.output.format, "")?;
-                Ok(exit::OK)
+                Ok(ExitCode::Ok)
             }
             FlakeCommand::Prune { at } => {
-                let s = setup(&at)?;
+                let s = setup(&at, None)?;
                 let mut freeze = FreezeFile::load(&s.file)?;
                 let before = freeze.rows.len();
                 freeze.rows.retain(|r| r.active(s.now));
@@ -141,7 +148,7 @@ impl FlakeArgs {
                     at.output.format,
                     &format!("pruned {removed} expired row(s)\n"),
                 )?;
-                Ok(exit::OK)
+                Ok(ExitCode::Ok)
             }
         }
     }
@@ -178,8 +185,8 @@ fn show(freeze: &FreezeFile, now: OffsetDateTime, format: OutputFormat, head: &s
 
 /// The run a report belongs to, found by its digest among the reports stored
 /// in the ledger.
-fn report_run(ledger: &Path, sha: &str) -> Result<Option<String>> {
-    let dir = ledger.join("properties");
+fn report_run(ledger: &Ledger, sha: &str) -> Result<Option<String>> {
+    let dir = ledger.root().join("properties");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(None);
     };
@@ -196,19 +203,22 @@ fn report_run(ledger: &Path, sha: &str) -> Result<Option<String>> {
     Ok(None)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn observe(
     s: &Setup,
-    ledger: &Path,
     test: &str,
     revision: &str,
     reason: &str,
     expires: &str,
     reports: &[PathBuf],
     at: &FreezeWhere,
-) -> Result<i32> {
+) -> Result<ExitCode> {
     let refuse = |rule: &str| Err(Error::Refused(rule.to_string()));
-    let revision = crate::git::Repo::open(&at.repo)?.resolve_commit(revision)?;
+    let repo = s.repo.as_ref().ok_or_else(|| {
+        Error::Missing(format!(
+            "`--revision {revision}` needs a git repository: run in one or pass --repo DIR"
+        ))
+    })?;
+    let revision = repo.resolve_commit(revision)?;
     if reason.trim().is_empty() {
         return refuse("`--reason` must say why the test is believed flaky");
     }
@@ -217,11 +227,11 @@ fn observe(
     let mut digests = Vec::new();
     let mut runs = Vec::new();
     for path in reports {
-        let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+        let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;
         let sha = sha256_hex(&bytes);
-        if let Some(run) = report_run(ledger, &sha)? {
+        if let Some(run) = report_run(&s.ledger, &sha)? {
             let receipt = ledger::read_optional::<TranscriptReceipt>(
-                &ledger::Ledger::new(ledger).transcript(&RunId::parse(&run)?),
+                &s.ledger.transcript(&RunId::parse(&run)?),
             )?;
             if !receipt.is_some_and(|t| t.record.complete) {
                 return refuse(&format!(
@@ -249,7 +259,7 @@ fn observe(
             "no evidence of nondeterminism: `{test}` passed in {passed} and failed in {failed} report(s); a plain failure or a property miss cannot create a row (rule 1)"
         ));
     }
-    let expiry = parse_time(expires).map_err(|e| Error::Usage(format!("`--expires`: {e}")))?;
+    let expiry = parse_flag("--expires", expires)?;
     if expiry <= s.now {
         return refuse(&format!(
             "`--expires {expires}` is not after now ({})",
@@ -311,5 +321,5 @@ fn observe(
             output::print(&format!("frozen: {test} until {}\n", format_time(expiry)))?
         }
     }
-    Ok(exit::OK)
+    Ok(ExitCode::Ok)
 }

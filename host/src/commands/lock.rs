@@ -1,12 +1,14 @@
-//! `agent-ledger lock`: lock the fixture roots, or compare a lock with a tree.
+//! `agent-ledger lock`: lock the fixture roots of the working tree, or
+//! compare a lock with it.
 
-use crate::cli::{OutputArgs, OutputFormat};
-use crate::exit::{self, Error, Result};
-use crate::ledger::{self, Ledger, RunId};
-use crate::lock::{check_consistent, compare, dir_hash, normalize_root, scan};
-use crate::output;
-use crate::record::{FixtureLock, SCHEMA, TranscriptReceipt};
-use std::path::PathBuf;
+use crate::chain::{self, Locked};
+use crate::exit::{Error, ExitCode, Result};
+use crate::ledger::{self, RunId};
+use crate::lock::{check_consistent, compare, normalize_root, scan};
+use crate::output::{self, OutputArgs};
+use crate::record::FixtureLock;
+use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, Resolved, resolve};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct LockArgs {
@@ -18,42 +20,63 @@ pub struct LockArgs {
         conflicts_with = "compare"
     )]
     pub run: Option<String>,
-    /// A fixture root, relative to the repository (repeatable).
+    /// A fixture root, relative to the repository (repeatable) [default: the
+    /// configuration's `[fixtures].roots`].
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<String>,
     /// Compare this lock file with the tree instead of writing a lock
     /// (roots default to the lock's own).
     #[arg(long, value_name = "LOCKFILE")]
     pub compare: Option<PathBuf>,
-    /// The repository the roots are relative to.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub repo: PathBuf,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl LockArgs {
-    pub fn execute(self, ledger: &Ledger) -> Result<i32> {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         let roots = self
             .roots
             .iter()
             .map(|r| normalize_root(r))
             .collect::<Result<Vec<_>>>()?;
+        let resolved = resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: false,
+                config_at: ConfigAt::WorkingTree,
+            },
+        )?;
         match &self.compare {
-            Some(lockfile) => self.compare(lockfile, roots),
+            Some(_) if ledger.is_some() => Err(Error::Usage(
+                "`--ledger` has no effect on `lock --compare`, which reads the lock file it is given: drop it".into(),
+            )),
+            Some(lockfile) => self.compare(&resolved, lockfile, roots),
             None => {
                 let run = RunId::parse(self.run.as_deref().unwrap_or_default())?;
+                let roots = if roots.is_empty() {
+                    resolved.config.config.fixtures.roots.clone()
+                } else {
+                    roots
+                };
                 if roots.is_empty() {
-                    return Err(Error::Usage(
-                        "`lock --run` needs at least one `--root DIR`".into(),
-                    ));
+                    return Err(Error::Usage(format!(
+                        "`lock --run` needs at least one `--root DIR`, or `[fixtures].roots` in the configuration ({})",
+                        resolved.config.source
+                    )));
                 }
-                self.write(ledger, &run, roots)
+                self.write(&resolved, &run, &roots)
             }
         }
     }
 
-    fn write(&self, ledger: &Ledger, run: &RunId, roots: Vec<String>) -> Result<i32> {
+    fn write(&self, resolved: &Resolved, run: &RunId, roots: &[String]) -> Result<ExitCode> {
+        let ledger = &resolved.ledger;
         let target = ledger.lock(run);
         if target.symlink_metadata().is_ok() {
             return Err(Error::Exists {
@@ -61,71 +84,67 @@ impl LockArgs {
                 hint: ledger::RETRY_HINT.into(),
             });
         }
-        let transcript_path = ledger.transcript(run);
-        let transcript =
-            ledger::read_optional::<TranscriptReceipt>(&transcript_path)?.ok_or_else(|| {
-                Error::Missing(format!(
-                    "no transcript receipt `{}` for run `{run}`: capture comes before lock",
-                    transcript_path.display()
-                ))
-            })?;
-        ledger::check_run(&transcript, run)?;
-        let scanned = scan(&self.repo, &roots)?;
-        if !scanned.empty_roots.is_empty() {
-            let text = format!(
-                "fixture_mismatch: fixture root(s) {} hold no files; no lock was written\n",
-                scanned
-                    .empty_roots
-                    .iter()
-                    .map(|r| format!("`{r}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            self.report_empty(&scanned.empty_roots, &text)?;
-            return Ok(exit::FIXTURE_MISMATCH);
-        }
-        let lock = FixtureLock {
-            schema: SCHEMA,
-            record: "fixture_lock".into(),
-            run_id: run.to_string(),
-            transcript_sha256: transcript.sha256,
-            base_revision: None,
+        let transcript = chain::read_transcript(ledger, run)?.ok_or_else(|| {
+            Error::Missing(format!(
+                "no transcript receipt `{}` for run `{run}`: capture comes before lock",
+                ledger.transcript(run).display()
+            ))
+        })?;
+        let lock = match chain::write_lock(
+            ledger,
+            run,
+            &resolved.root,
             roots,
-            count: scanned.entries.len() as u64,
-            dir_hash: dir_hash(&scanned.entries),
-            files: scanned.entries,
+            None,
+            &transcript.loaded,
+        )? {
+            Locked::Written(lock) => lock,
+            // `execute` refuses an empty root list before this.
+            Locked::NoRoots => return Err(Error::Internal("no fixture roots to lock".into())),
+            Locked::EmptyRoots(empty) => {
+                let value = serde_json::json!({
+                    "result": "fixture_mismatch",
+                    "empty_roots": empty,
+                });
+                output::emit(self.output.format, &value, || {
+                    format!(
+                        "fixture_mismatch: fixture root(s) {} hold no files; no lock was written\n",
+                        empty
+                            .iter()
+                            .map(|r| format!("`{r}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?;
+                return Ok(ExitCode::FixtureMismatch);
+            }
         };
-        let sha = ledger::write_record(&target, &lock)?;
-        match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({
-                "run_id": lock.run_id,
-                "lock": target,
-                "sha256": sha,
-                "count": lock.count,
-                "dir_hash": lock.dir_hash,
-            }))?,
-            OutputFormat::Human => output::print(&format!(
+        let record = &lock.record;
+        let value = serde_json::json!({
+            "run_id": record.run_id,
+            "lock": lock.path,
+            "sha256": lock.sha256,
+            "count": record.count,
+            "dir_hash": record.dir_hash,
+        });
+        output::emit(self.output.format, &value, || {
+            format!(
                 "locked {} file(s) under {} for run {} (dirHash {})\n",
-                lock.count,
-                lock.roots.join(", "),
-                lock.run_id,
-                lock.dir_hash
-            ))?,
-        }
-        Ok(exit::OK)
+                record.count,
+                record.roots.join(", "),
+                record.run_id,
+                record.dir_hash
+            )
+        })?;
+        Ok(ExitCode::Ok)
     }
 
-    fn report_empty(&self, empty: &[String], text: &str) -> Result<()> {
-        match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({
-                "result": "fixture_mismatch",
-                "empty_roots": empty,
-            })),
-            OutputFormat::Human => output::print(text),
-        }
-    }
-
-    fn compare(&self, lockfile: &std::path::Path, roots: Vec<String>) -> Result<i32> {
+    fn compare(
+        &self,
+        resolved: &Resolved,
+        lockfile: &Path,
+        roots: Vec<String>,
+    ) -> Result<ExitCode> {
         let loaded = ledger::read_required::<FixtureLock>(lockfile)?;
         check_consistent(&loaded.record, lockfile)?;
         let roots = if roots.is_empty() {
@@ -133,41 +152,39 @@ impl LockArgs {
         } else {
             roots
         };
-        let scanned = scan(&self.repo, &roots)?;
+        let scanned = scan(&resolved.root, &roots)?;
         let drift = compare(&loaded.record.files, &scanned.entries);
         let matches = drift.is_empty() && !loaded.record.files.is_empty();
-        match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({
-                "result": if matches { "match" } else { "fixture_mismatch" },
-                "lock": lockfile,
-                "added": drift.added,
-                "removed": drift.removed,
-                "changed": drift.changed,
-            }))?,
-            OutputFormat::Human => {
-                let mut text = if matches {
-                    format!("match: {} file(s) as locked\n", loaded.record.count)
-                } else if loaded.record.files.is_empty() {
-                    "fixture_mismatch: the lock holds no files\n".to_string()
-                } else {
-                    "fixture_mismatch: the tree drifted from the lock\n".to_string()
-                };
-                for (kind, paths) in [
-                    ("added", &drift.added),
-                    ("removed", &drift.removed),
-                    ("changed", &drift.changed),
-                ] {
-                    for p in paths {
-                        text.push_str(&format!("  {kind}: {p}\n"));
-                    }
+        let value = serde_json::json!({
+            "result": if matches { "match" } else { "fixture_mismatch" },
+            "lock": lockfile,
+            "added": drift.added,
+            "removed": drift.removed,
+            "changed": drift.changed,
+        });
+        output::emit(self.output.format, &value, || {
+            let mut text = if matches {
+                format!("match: {} file(s) as locked\n", loaded.record.count)
+            } else if loaded.record.files.is_empty() {
+                "fixture_mismatch: the lock holds no files\n".to_string()
+            } else {
+                "fixture_mismatch: the tree drifted from the lock\n".to_string()
+            };
+            for (kind, paths) in [
+                ("added", &drift.added),
+                ("removed", &drift.removed),
+                ("changed", &drift.changed),
+            ] {
+                for p in paths {
+                    text.push_str(&format!("  {kind}: {p}\n"));
                 }
-                output::print(&text)?;
             }
-        }
+            text
+        })?;
         Ok(if matches {
-            exit::OK
+            ExitCode::Ok
         } else {
-            exit::FIXTURE_MISMATCH
+            ExitCode::FixtureMismatch
         })
     }
 }

@@ -1,10 +1,10 @@
 //! `agent-ledger pack`: one archive of selected runs, for offline `verify`.
 
-use crate::cli::{OutputArgs, OutputFormat};
-use crate::exit::{self, Result};
-use crate::ledger::{Ledger, RunId};
-use crate::output;
-use std::path::PathBuf;
+use crate::exit::{ExitCode, Result};
+use crate::ledger::RunId;
+use crate::output::{self, OutputArgs, OutputFormat};
+use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct PackArgs {
@@ -15,11 +15,25 @@ pub struct PackArgs {
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
     #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl PackArgs {
-    pub fn execute(self, ledger: &Ledger) -> Result<i32> {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
+        let ledger = &resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: false,
+                config_at: ConfigAt::WorkingTree,
+            },
+        )?
+        .ledger;
         let runs = self
             .runs
             .iter()
@@ -35,6 +49,6 @@ impl PackArgs {
                 self.out.display()
             ))?,
         }
-        Ok(exit::OK)
+        Ok(ExitCode::Ok)
     }
 }

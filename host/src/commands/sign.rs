@@ -1,12 +1,12 @@
 //! `agent-ledger sign` and `agent-ledger keygen`: signed verdicts.
 
-use crate::cli::{OutputArgs, OutputFormat};
-use crate::exit::{self, Error, Result};
-use crate::ledger::{self, Ledger, RunId};
-use crate::output;
+use crate::exit::{Error, ExitCode, Result};
+use crate::ledger::{self, RunId};
+use crate::output::{self, OutputArgs, OutputFormat};
 use crate::record::{TranscriptReceipt, VerdictRecord};
+use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use crate::verify::Verifier;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct SignArgs {
@@ -17,11 +17,25 @@ pub struct SignArgs {
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
     #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl SignArgs {
-    pub fn execute(self, ledger: &Ledger) -> Result<i32> {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
+        let ledger = &resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: false,
+                config_at: ConfigAt::WorkingTree,
+            },
+        )?
+        .ledger;
         let run = RunId::parse(&self.run)?;
         let key = crate::sign::load_signing(&self.key)?;
         // Only a run that verifies is signed.
@@ -56,7 +70,7 @@ impl SignArgs {
                 path.display()
             ))?,
         }
-        Ok(exit::OK)
+        Ok(ExitCode::Ok)
     }
 }
 
@@ -73,7 +87,7 @@ pub struct KeygenArgs {
 }
 
 impl KeygenArgs {
-    pub fn execute(self) -> Result<i32> {
+    pub fn execute(self) -> Result<ExitCode> {
         let id = crate::sign::keygen(&self.secret, &self.public)?;
         match self.output.format {
             OutputFormat::Json => output::print_json(
@@ -85,6 +99,6 @@ impl KeygenArgs {
                 self.public.display()
             ))?,
         }
-        Ok(exit::OK)
+        Ok(ExitCode::Ok)
     }
 }

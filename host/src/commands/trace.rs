@@ -1,10 +1,8 @@
 //! `agent-ledger trace write|delete|exec`: the traced adapter an agent (or
 //! its harness) calls to touch a tree, so every change is accounted for.
 
-use crate::cli::{OutputArgs, OutputFormat};
-use crate::commands::capture::read_input;
-use crate::exit::{self, Error, Result};
-use crate::output;
+use crate::exit::{Error, ExitCode, Result};
+use crate::output::{self, OutputArgs, OutputFormat};
 use crate::reconcile::{abs, changed_paths, display_path, hash_at};
 use crate::trace::{self, Event, Line, Op, Status};
 use std::collections::BTreeMap;
@@ -49,7 +47,9 @@ pub enum TraceCommand {
         at: Where,
     },
     /// Run a command that declared its output paths first; fails (exit 1),
-    /// naming them, when it changed a path it did not declare.
+    /// naming them, when it changed a path it did not declare, and exits 6
+    /// when the command itself failed (never with the command's own status,
+    /// which could read as a verdict).
     Exec {
         /// A path the command may write or delete (repeatable).
         #[arg(long = "writes", value_name = "PATH")]
@@ -116,11 +116,11 @@ fn report(at: &Where, lines: &[Line]) -> Result<()> {
 }
 
 impl TraceArgs {
-    pub fn execute(self) -> Result<i32> {
+    pub fn execute(self) -> Result<ExitCode> {
         match self.command {
             TraceCommand::Write { path, from, at } => {
                 let rel = checked_path(&at.repo, &path)?;
-                let bytes = read_input(&from)?;
+                let bytes = crate::input::read_file_or_stdin(&from, crate::input::BODY_CAP)?;
                 let target = abs(&at.repo, &rel);
                 let span = open(&at, Op::Write, &rel, hash_at(&at.repo, &rel)?)?;
                 let written = target
@@ -132,7 +132,7 @@ impl TraceArgs {
                         let line =
                             close(&at, &span, Some(crate::digest::sha256_hex(&bytes)), None)?;
                         report(&at, &[line])?;
-                        Ok(exit::OK)
+                        Ok(ExitCode::Ok)
                     }
                     Err(e) => {
                         close(&at, &span, hash_at(&at.repo, &rel)?, Some(e.to_string()))?;
@@ -155,7 +155,7 @@ impl TraceArgs {
                     Ok(()) => {
                         let line = close(&at, &span, None, None)?;
                         report(&at, &[line])?;
-                        Ok(exit::OK)
+                        Ok(ExitCode::Ok)
                     }
                     Err(e) => {
                         close(&at, &span, hash_at(&at.repo, &rel)?, Some(e.to_string()))?;
@@ -192,25 +192,13 @@ fn snapshot(
     Ok(snap)
 }
 
-/// The trace file's path relative to the repository, when inside it.
-pub fn trace_relative(repo: &Path, trace: &Path) -> Option<Vec<u8>> {
-    let root = repo.canonicalize().ok()?;
-    let dir = trace
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let full = dir.canonicalize().ok()?.join(trace.file_name()?);
-    full.strip_prefix(&root)
-        .ok()
-        .map(|p| p.as_os_str().as_bytes().to_vec())
-}
-
-fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Result<i32> {
+fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Result<ExitCode> {
     let declared = writes
         .iter()
         .map(|w| checked_path(&at.repo, w))
         .collect::<Result<Vec<_>>>()?;
-    let trace_rel = trace_relative(&at.repo, &at.trace);
+    let trace_rel =
+        crate::paths::relative_to(&at.repo, &at.trace).map(|p| p.as_os_str().as_bytes().to_vec());
     let before = snapshot(&at.repo, &declared, trace_rel.as_deref())?;
     let mut spans = Vec::new();
     for p in &declared {
@@ -250,17 +238,32 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
         })
         .map(|p| display_path(p))
         .collect();
+    let code = if !undeclared.is_empty() {
+        ExitCode::Mismatch
+    } else if status.success() {
+        ExitCode::Ok
+    } else {
+        ExitCode::CommandFailed
+    };
     if at.output.format == OutputFormat::Json {
-        output::print_json(
-            &serde_json::json!({ "spans": closed, "undeclared": undeclared, "exit_code": status.code() }),
-        )?;
+        output::print_json(&serde_json::json!({
+            "spans": closed,
+            "undeclared": undeclared,
+            "command_exit_code": status.code(),
+            "exit_code": code.code(),
+        }))?;
     }
     if !undeclared.is_empty() {
         eprintln!("error: the command changed paths it did not declare with --writes:");
         for p in &undeclared {
             eprintln!("  {p}");
         }
-        return Ok(exit::RECONCILE_MISMATCH);
+    } else if code == ExitCode::CommandFailed {
+        eprintln!(
+            "error: `{}` failed ({status}); agent-ledger exits {} for a failed traced command",
+            command[0].to_string_lossy(),
+            code.code()
+        );
     }
-    Ok(status.code().unwrap_or(exit::SOFTWARE))
+    Ok(code)
 }

@@ -1,11 +1,10 @@
 //! `agent-ledger verify`: re-check archived runs offline (exit 0 all verify,
 //! 5 any fails).
 
-use crate::cli::{OutputArgs, OutputFormat};
-use crate::exit::{self, Error, Result};
-use crate::git::Repo;
+use crate::exit::{Error, ExitCode, Result};
 use crate::ledger::Ledger;
-use crate::output;
+use crate::output::{self, OutputArgs};
+use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use crate::sandbox::Sandbox;
 use crate::verify::{Verifier, runs_in};
 use std::path::{Path, PathBuf};
@@ -19,12 +18,15 @@ pub struct VerifyArgs {
     #[arg(long = "run", value_name = "ID")]
     pub runs: Vec<String>,
     /// Re-run each replay from the archived patch, lock, plugins and
-    /// configuration, requiring a byte-identical property record.
-    #[arg(long, requires = "repo")]
+    /// configuration, requiring a byte-identical property record; needs the
+    /// repository holding the recorded base revisions (`--repo`, or the
+    /// current directory's).
+    #[arg(long)]
     pub replay: bool,
-    /// The repository holding the recorded base revisions (for `--replay`).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// A public key whose signatures are trusted (repeatable). Every signed
     /// verdict must then verify under one of them.
     #[arg(long = "trusted-key", value_name = "FILE")]
@@ -37,7 +39,26 @@ pub struct VerifyArgs {
 }
 
 impl VerifyArgs {
-    pub fn execute(self, ledger: Option<&Path>) -> Result<i32> {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
+        if self.archive.is_some() && (ledger.is_some() || self.config.config.is_some()) {
+            return Err(Error::Usage(
+                "`verify ARCHIVE` reads the runs from the archive: drop `--ledger` and `--config`"
+                    .into(),
+            ));
+        }
+        let resolved = resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: self.replay,
+                config_at: if self.archive.is_some() {
+                    ConfigAt::Unused
+                } else {
+                    ConfigAt::WorkingTree
+                },
+            },
+        )?;
         let trusted = self
             .trusted_keys
             .iter()
@@ -56,11 +77,11 @@ impl VerifyArgs {
                 (Ledger::new(unpacked.path()), Some(manifest.runs))
             }
             None => {
-                let root = ledger.unwrap_or(Path::new(".agent-ledger"));
+                let root = resolved.ledger.root();
                 if !root.is_dir() {
                     return Err(Error::Missing(format!("no ledger at `{}`", root.display())));
                 }
-                (Ledger::new(root), None)
+                (resolved.ledger.clone(), None)
             }
         };
         let runs = if !self.runs.is_empty() {
@@ -74,7 +95,7 @@ impl VerifyArgs {
                 ledger.root().display()
             )));
         }
-        let repo = self.repo.as_deref().map(Repo::open).transpose()?;
+        let repo = if self.replay { resolved.repo } else { None };
         let sandbox = if self.replay {
             Some(Sandbox::new(None).map_err(|e| {
                 Error::Internal(format!("cannot start the WebAssembly engine: {e}"))
@@ -88,50 +109,20 @@ impl VerifyArgs {
         };
         let mut verifier = Verifier::new(ledger, trusted, replay);
         verifier.require_signatures = self.require_signatures;
-        let mut failed = 0;
-        let mut reports = Vec::new();
-        let mut text = String::new();
-        if !archive_problems.is_empty() {
-            text.push_str("FAILED  archive manifest\n");
-            for p in &archive_problems {
-                text.push_str(&format!("  - {p}\n"));
-            }
-        }
-        for run in &runs {
-            let report = verifier.verify(run);
-            if report.ok {
-                text.push_str(&format!(
-                    "ok      {run} (signature: {})\n",
-                    report.signature
-                ));
-            } else {
-                failed += 1;
-                text.push_str(&format!("FAILED  {run}\n"));
-                for f in &report.failures {
-                    text.push_str(&format!("  - {f}\n"));
-                }
-            }
-            if self.output.format == OutputFormat::Json {
-                reports.push(report);
-            }
-        }
-        text.push_str(&format!(
-            "{} of {} run(s) verified\n",
-            runs.len() - failed,
-            runs.len()
-        ));
-        match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({
-                "verified": failed == 0 && archive_problems.is_empty(),
-                "archive_problems": archive_problems,
-                "runs": reports,
-            }))?,
-            OutputFormat::Human => output::print(&text)?,
-        }
-        Ok(if failed == 0 && archive_problems.is_empty() {
-            exit::OK
+        let reports: Vec<_> = runs.iter().map(|run| verifier.verify(run)).collect();
+        let verified = archive_problems.is_empty() && reports.iter().all(|r| r.ok);
+        let value = serde_json::json!({
+            "verified": verified,
+            "archive_problems": archive_problems,
+            "runs": reports,
+        });
+        output::emit(self.output.format, &value, || {
+            output::human::verify(&archive_problems, &reports)
+        })?;
+        Ok(if verified {
+            ExitCode::Ok
         } else {
-            exit::VERIFY_FAILED
+            ExitCode::VerifyFailed
         })
     }
 }

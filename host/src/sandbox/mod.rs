@@ -16,17 +16,24 @@
 //! Every trap, exhausted budget, timeout, `exit` call, overflowing output or
 //! malformed result becomes an `error` outcome with its reason.
 
+mod cache;
+mod convert;
+mod linker;
+
+pub use linker::ALLOWED_IMPORTS;
+
 use crate::record::{Finding, Outcome};
+use convert::{describe_error, excerpt, from_wit, root_cause, to_wit};
+use linker::{FixedWallClock, audit_imports, make_linker};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use wasmtime::component::{Component, HasData, Linker, Resource, ResourceTable};
-use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::p2::{DynPollable, Pollable};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 mod bindings {
@@ -34,32 +41,6 @@ mod bindings {
 }
 
 use bindings::agent_ledger::property::types as wit;
-
-/// WASI interfaces a property may import (version suffix stripped).
-pub const ALLOWED_IMPORTS: &[&str] = &[
-    // Types only: the records `check` takes and returns.
-    "agent-ledger:property/types",
-    "wasi:io/error",
-    "wasi:io/poll",
-    "wasi:io/streams",
-    "wasi:clocks/wall-clock",
-    "wasi:clocks/monotonic-clock",
-    "wasi:filesystem/types",
-    "wasi:filesystem/preopens",
-    "wasi:random/random",
-    "wasi:random/insecure",
-    "wasi:random/insecure-seed",
-    "wasi:cli/environment",
-    "wasi:cli/exit",
-    "wasi:cli/stdin",
-    "wasi:cli/stdout",
-    "wasi:cli/stderr",
-    "wasi:cli/terminal-input",
-    "wasi:cli/terminal-output",
-    "wasi:cli/terminal-stdin",
-    "wasi:cli/terminal-stdout",
-    "wasi:cli/terminal-stderr",
-];
 
 /// The fixed wall clock every property sees: 2000-01-01T00:00:00Z.
 pub const FIXED_WALL_CLOCK_SECS: u64 = 946_684_800;
@@ -146,7 +127,7 @@ pub struct Plugin {
 }
 
 /// Per-store state.
-struct Host {
+pub(crate) struct Host {
     wasi: WasiCtx,
     table: ResourceTable,
     limits: StoreLimits,
@@ -175,6 +156,32 @@ pub struct Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.ticker_alive.store(false, Ordering::Relaxed);
+    }
+}
+
+/// A sandbox made on first use: a trial that never reaches its properties
+/// (an incomplete transcript, no lock) never starts the engine.
+pub struct Lazy {
+    cache_dir: Option<PathBuf>,
+    cell: OnceLock<Sandbox>,
+}
+
+impl Lazy {
+    pub fn new(cache_dir: Option<PathBuf>) -> Lazy {
+        Lazy {
+            cache_dir,
+            cell: OnceLock::new(),
+        }
+    }
+
+    pub fn get(&self) -> crate::exit::Result<&Sandbox> {
+        if let Some(s) = self.cell.get() {
+            return Ok(s);
+        }
+        let made = Sandbox::new(self.cache_dir.clone()).map_err(|e| {
+            crate::exit::Error::Internal(format!("cannot start the WebAssembly engine: {e}"))
+        })?;
+        Ok(self.cell.get_or_init(|| made))
     }
 }
 
@@ -268,41 +275,6 @@ impl Sandbox {
             .expect("plugin map")
             .insert(sha256, plugin.clone());
         Ok(plugin)
-    }
-
-    fn compile_cached(&self, bytes: &[u8], sha256: &str) -> Result<Component, Refusal> {
-        let compile = || {
-            Component::new(&self.engine, bytes)
-                .map_err(|e| Refusal(format!("does not compile: {}", root_cause(&e))))
-        };
-        let Some(dir) = &self.cache_dir else {
-            return compile();
-        };
-        let path = dir.join(format!("{sha256}-{}.cwasm", self.engine_hash));
-        if let Some(component) = self.read_cache(&path) {
-            return Ok(component);
-        }
-        let component = compile()?;
-        if let Ok(serialized) = component.serialize() {
-            // The cache is an optimisation: failing to write it is not an error.
-            let _ = write_cache(dir, &path, &serialized);
-        }
-        Ok(component)
-    }
-
-    /// A cache entry is trusted only when its bytes match the digest written
-    /// beside it; anything else is recompiled.
-    fn read_cache(&self, path: &Path) -> Option<Component> {
-        let bytes = std::fs::read(path).ok()?;
-        let expected = std::fs::read_to_string(path.with_extension("cwasm.sha256")).ok()?;
-        if crate::digest::sha256_hex(&bytes) != expected.trim() {
-            return None;
-        }
-        // SAFETY: the bytes were produced by `Component::serialize` of this
-        // engine configuration (the file name carries its compatibility hash)
-        // and are unchanged since (their sha256 matches the sidecar written
-        // with them); wasmtime also checks the header and engine settings.
-        unsafe { Component::deserialize(&self.engine, &bytes) }.ok()
     }
 
     fn store(
@@ -423,253 +395,4 @@ impl Sandbox {
 fn is_component(bytes: &[u8]) -> bool {
     // The component binary preamble: magic, then version 0x0d and layer 1.
     bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [0x01, 0x00]
-}
-
-fn write_cache(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    let mut sidecar = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut sidecar, crate::digest::sha256_hex(bytes).as_bytes())?;
-    sidecar
-        .persist(path.with_extension("cwasm.sha256"))
-        .map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Refuses a component that imports anything outside [`ALLOWED_IMPORTS`].
-fn audit_imports(engine: &Engine, component: &Component) -> Result<(), Refusal> {
-    let mut refused = Vec::new();
-    for (name, _) in component.component_type().imports(engine) {
-        let bare = name.split('@').next().unwrap_or(name);
-        if !ALLOWED_IMPORTS.contains(&bare) {
-            refused.push(name.to_string());
-        }
-    }
-    if refused.is_empty() {
-        return Ok(());
-    }
-    let network = refused
-        .iter()
-        .any(|n| n.starts_with("wasi:sockets/") || n.starts_with("wasi:http/"));
-    Err(Refusal(format!(
-        "imports {} {}; properties run with no network and only the allowlisted WASI interfaces",
-        refused
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if network {
-            "(network access is refused)"
-        } else {
-            "(not on the allowlist)"
-        }
-    )))
-}
-
-fn root_cause(e: &wasmtime::Error) -> String {
-    e.root_cause().to_string()
-}
-
-/// A reason for a failed call, naming the budget that ran out.
-fn describe_error(e: &wasmtime::Error, limits: &Limits) -> String {
-    if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
-        return format!("called exit({}) instead of returning a result", exit.0);
-    }
-    if let Some(trap) = e.downcast_ref::<Trap>() {
-        return match trap {
-            Trap::OutOfFuel => format!("fuel budget of {} exhausted", limits.fuel),
-            Trap::Interrupt => format!(
-                "wall-clock backstop of {} ms reached",
-                limits.wall.as_millis()
-            ),
-            Trap::StackOverflow => format!("stack overflow (cap {} bytes)", MAX_WASM_STACK),
-            Trap::UnreachableCodeReached => {
-                "trap: unreachable code reached (a panic or abort)".to_string()
-            }
-            other => format!("trap: {other}"),
-        };
-    }
-    let msg = root_cause(e);
-    if msg.contains("growing memory") {
-        return format!("memory cap of {} bytes reached", limits.memory_bytes);
-    }
-    format!("trap: {msg}")
-}
-
-/// Keeps the head of a stream for the record; says whether it hit the cap.
-fn excerpt(bytes: &[u8], cap: usize) -> (String, bool) {
-    let full = bytes.len() >= cap;
-    let kept = &bytes[..bytes.len().min(OUTPUT_EXCERPT)];
-    let mut text = String::from_utf8_lossy(kept).into_owned();
-    if bytes.len() > OUTPUT_EXCERPT {
-        text.push_str(&format!(
-            "\n[... truncated: {} more bytes{}]",
-            bytes.len() - OUTPUT_EXCERPT,
-            if full { ", cap reached" } else { "" }
-        ));
-    }
-    (text, full)
-}
-
-fn to_wit(t: &TrialInput) -> wit::Trial {
-    wit::Trial {
-        run_id: t.run_id.clone(),
-        base_revision: t.base_revision.clone(),
-        patch: t.patch.clone(),
-        changes: t
-            .changes
-            .iter()
-            .map(|c| wit::ChangedPath {
-                path: c.path.clone(),
-                kind: match c.kind {
-                    ChangeKind::Added => wit::ChangeKind::Added,
-                    ChangeKind::Modified => wit::ChangeKind::Modified,
-                    ChangeKind::Deleted => wit::ChangeKind::Deleted,
-                    ChangeKind::Renamed => wit::ChangeKind::Renamed,
-                    ChangeKind::Copied => wit::ChangeKind::Copied,
-                    ChangeKind::TypeChanged => wit::ChangeKind::TypeChanged,
-                },
-                old_path: c.old_path.clone(),
-            })
-            .collect(),
-        config: t.config.clone(),
-    }
-}
-
-/// Checks a guest result: a miss names at least one finding, and every
-/// finding's path stays inside the repository.
-fn from_wit(o: wit::Outcome) -> Result<(Outcome, Vec<Finding>), String> {
-    let (outcome, findings) = match o {
-        wit::Outcome::Holds(f) => (Outcome::Holds, f),
-        wit::Outcome::Miss(f) => (Outcome::Miss, f),
-    };
-    if outcome == Outcome::Miss && findings.iter().all(|f| f.frozen) {
-        return Err("a miss must name at least one finding that is not frozen".into());
-    }
-    let mut out = Vec::with_capacity(findings.len());
-    for f in findings {
-        let p = Path::new(&f.path);
-        if p.is_absolute()
-            || p.components()
-                .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
-            return Err(format!(
-                "finding path `{}` is not inside the repository",
-                f.path
-            ));
-        }
-        out.push(Finding {
-            path: f.path,
-            line: f.line,
-            message: f.message,
-            frozen: f.frozen,
-        });
-    }
-    out.sort();
-    Ok((outcome, out))
-}
-
-struct FixedWallClock;
-
-impl wasmtime_wasi::HostWallClock for FixedWallClock {
-    fn resolution(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-    fn now(&self) -> Duration {
-        Duration::from_secs(FIXED_WALL_CLOCK_SECS)
-    }
-}
-
-/// A pollable that is ready at once: virtual time has already passed.
-struct Ready;
-
-#[wasmtime_wasi::async_trait]
-impl Pollable for Ready {
-    async fn ready(&mut self) {}
-}
-
-/// `wasi:clocks/monotonic-clock` on virtual time: a sleep advances the clock
-/// and returns at once, so a guest can neither stall the host in a sleep nor
-/// observe real time.
-struct VirtualClock<'a> {
-    nanos: &'a mut u64,
-    table: &'a mut ResourceTable,
-}
-
-struct VirtualClockData;
-
-impl HasData for VirtualClockData {
-    type Data<'a> = VirtualClock<'a>;
-}
-
-use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
-
-impl monotonic_clock::Host for VirtualClock<'_> {
-    fn now(&mut self) -> wasmtime::Result<monotonic_clock::Instant> {
-        Ok(*self.nanos)
-    }
-    fn resolution(&mut self) -> wasmtime::Result<monotonic_clock::Duration> {
-        Ok(1)
-    }
-    fn subscribe_instant(
-        &mut self,
-        when: monotonic_clock::Instant,
-    ) -> wasmtime::Result<Resource<DynPollable>> {
-        *self.nanos = (*self.nanos).max(when);
-        let ready = self.table.push(Ready)?;
-        wasmtime_wasi::p2::subscribe(self.table, ready)
-    }
-    fn subscribe_duration(
-        &mut self,
-        d: monotonic_clock::Duration,
-    ) -> wasmtime::Result<Resource<DynPollable>> {
-        *self.nanos = self.nanos.saturating_add(d);
-        let ready = self.table.push(Ready)?;
-        wasmtime_wasi::p2::subscribe(self.table, ready)
-    }
-}
-
-struct HasIo;
-
-impl HasData for HasIo {
-    type Data<'a> = &'a mut ResourceTable;
-}
-
-/// Links exactly the allowlisted interfaces, one by one: never sockets or
-/// http (`add_to_linker_sync` would link sockets too).
-fn make_linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
-    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
-    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
-    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
-    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sync};
-    use wasmtime_wasi::random::WasiRandom;
-
-    let mut linker = Linker::new(engine);
-    let l = &mut linker;
-    sync::io::error::add_to_linker::<Host, HasIo>(l, |h| &mut h.table)?;
-    sync::io::poll::add_to_linker::<Host, HasIo>(l, |h| &mut h.table)?;
-    sync::io::streams::add_to_linker::<Host, HasIo>(l, |h| &mut h.table)?;
-    clocks::wall_clock::add_to_linker::<Host, WasiClocks>(l, Host::clocks)?;
-    monotonic_clock::add_to_linker::<Host, VirtualClockData>(l, |h| VirtualClock {
-        nanos: &mut h.monotonic_nanos,
-        table: &mut h.table,
-    })?;
-    sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(l, Host::filesystem)?;
-    filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(l, Host::filesystem)?;
-    random::random::add_to_linker::<Host, WasiRandom>(l, |h| h.wasi.random())?;
-    random::insecure::add_to_linker::<Host, WasiRandom>(l, |h| h.wasi.random())?;
-    random::insecure_seed::add_to_linker::<Host, WasiRandom>(l, |h| h.wasi.random())?;
-    cli::exit::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::environment::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::stdin::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::stdout::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::stderr::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::terminal_input::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::terminal_output::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::terminal_stdin::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::terminal_stdout::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    cli::terminal_stderr::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
-    Ok(linker)
 }

@@ -1,0 +1,171 @@
+//! The record chain of one run: reading each record together with the
+//! records it builds on (digest links and run ids checked before anything is
+//! trusted), and writing each new record after the ones it names.
+//!
+//! `ledger` knows where records live and how one record is written or read;
+//! this module knows which record links to which.
+
+use crate::capture::check_receipt;
+use crate::exit::{Error, Result};
+use crate::ledger::{self, Ledger, Loaded, RunId};
+use crate::lock;
+use crate::record::{FixtureLock, PropertyRecord, StoredFile, TranscriptReceipt, VerdictRecord};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A transcript receipt and the patch it stores, re-judged from its bytes.
+pub struct Transcript {
+    pub loaded: Loaded<TranscriptReceipt>,
+    pub patch: Vec<u8>,
+}
+
+/// Reads and checks the transcript; `None` when there is none.
+pub fn read_transcript(ledger: &Ledger, run: &RunId) -> Result<Option<Transcript>> {
+    let Some(t) = ledger::read_optional::<TranscriptReceipt>(&ledger.transcript(run))? else {
+        return Ok(None);
+    };
+    ledger::check_run(&t, run)?;
+    let patch = check_receipt(&t.path, &t.record)?;
+    Ok(Some(Transcript { loaded: t, patch }))
+}
+
+/// [`read_transcript`] for a command that cannot go on without one.
+pub fn require_transcript(ledger: &Ledger, run: &RunId) -> Result<Transcript> {
+    read_transcript(ledger, run)?.ok_or_else(|| {
+        Error::Missing(format!(
+            "no transcript receipt `{}` for run `{run}`: capture the run first",
+            ledger.transcript(run).display()
+        ))
+    })
+}
+
+/// Reads and checks the lock against the transcript it names.
+pub fn read_lock(
+    ledger: &Ledger,
+    run: &RunId,
+    transcript: &Loaded<TranscriptReceipt>,
+) -> Result<Option<Loaded<FixtureLock>>> {
+    let Some(l) = ledger::read_optional::<FixtureLock>(&ledger.lock(run))? else {
+        return Ok(None);
+    };
+    ledger::check_run(&l, run)?;
+    lock::check_consistent(&l.record, &l.path)?;
+    ledger::check_link(
+        &l.path,
+        "transcript_sha256",
+        &l.record.transcript_sha256,
+        &transcript.sha256,
+        &transcript.path,
+    )?;
+    Ok(Some(l))
+}
+
+/// What locking a tree's fixture roots gave.
+pub enum Locked {
+    /// The lock, written to the ledger.
+    Written(Loaded<FixtureLock>),
+    /// No fixture root is configured: nothing was locked.
+    NoRoots,
+    /// These roots hold no files: nothing was locked.
+    EmptyRoots(Vec<String>),
+}
+
+/// Hashes `roots` under `tree` and writes the run's lock, which builds on
+/// `transcript`. `base_revision` names the revision `tree` was checked out
+/// from, when it was.
+pub fn write_lock(
+    ledger: &Ledger,
+    run: &RunId,
+    tree: &Path,
+    roots: &[String],
+    base_revision: Option<&str>,
+    transcript: &Loaded<TranscriptReceipt>,
+) -> Result<Locked> {
+    let roots = roots
+        .iter()
+        .map(|r| lock::normalize_root(r))
+        .collect::<Result<Vec<_>>>()?;
+    if roots.is_empty() {
+        return Ok(Locked::NoRoots);
+    }
+    let path = ledger.lock(run);
+    if path.symlink_metadata().is_ok() {
+        return Err(Error::Exists {
+            path,
+            hint: ledger::RETRY_HINT.into(),
+        });
+    }
+    let scanned = lock::scan(tree, &roots)?;
+    if !scanned.empty_roots.is_empty() {
+        return Ok(Locked::EmptyRoots(scanned.empty_roots));
+    }
+    let record = lock::build(
+        run,
+        &transcript.sha256,
+        base_revision,
+        roots,
+        scanned.entries,
+    );
+    let sha256 = ledger::write_record(&path, &record)?;
+    Ok(Locked::Written(Loaded {
+        record,
+        sha256,
+        path,
+    }))
+}
+
+/// Writes (or matches) the property record, after archiving what an auditor
+/// needs to re-run the replay offline: the configuration's bytes and every
+/// plugin and known-bad patch the replay read.
+pub fn store_properties(
+    ledger: &Ledger,
+    run: &RunId,
+    record: &PropertyRecord,
+    config_bytes: &[u8],
+    used: &BTreeMap<String, Vec<u8>>,
+) -> Result<Loaded<PropertyRecord>> {
+    ledger::store_object(ledger, config_bytes)?;
+    for bytes in used.values() {
+        ledger::store_object(ledger, bytes)?;
+    }
+    let path = ledger.properties(run);
+    let sha256 = ledger::write_or_match(&path, record, "property record")?;
+    Ok(Loaded {
+        record: record.clone(),
+        sha256,
+        path,
+    })
+}
+
+/// Stores the trial's test report beside its property record (never over a
+/// different one).
+pub fn store_junit(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredFile> {
+    let path = ledger.junit(run);
+    let sha256 = ledger::write_bytes_or_match(&path, bytes, "test report")?;
+    Ok(StoredFile {
+        file: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        sha256,
+        bytes: bytes.len() as u64,
+    })
+}
+
+/// Writes the verdict record. Classifying again from the same records is
+/// idempotent; a different verdict for a recorded run is never written over.
+pub fn store_verdict(ledger: &Ledger, run: &RunId, verdict: &VerdictRecord) -> Result<()> {
+    let path = ledger.verdict(run);
+    if let Some(existing) = ledger::read_optional::<VerdictRecord>(&path)?
+        && &existing.record != verdict
+    {
+        return Err(Error::Exists {
+            path,
+            hint: format!(
+                "it records `{}` from other records; a retry is a new run id",
+                existing.record.verdict.as_str()
+            ),
+        });
+    }
+    ledger::write_or_match(&path, verdict, "verdict").map(|_| ())
+}

@@ -1,0 +1,172 @@
+//! The gate as a library call: lock (when the run has no lock yet, from the
+//! base tree), replay and classify one trial, writing each record in chain
+//! order. `agent-ledger check` prints what this returns; `agent-ledger
+//! replay` calls [`replay`] alone.
+
+use crate::chain::{self, Locked, Transcript};
+use crate::classify::{Records, classify};
+use crate::config;
+use crate::exit::{Error, ExitCode, Result};
+use crate::git::Repo;
+use crate::ledger::{Ledger, Loaded, RunId};
+use crate::record::{FixtureLock, Outcome, PropertyRecord, VerdictRecord};
+use crate::replay::{self, Replay, TestCommand, TrialTrees};
+use crate::sandbox::Lazy;
+use time::OffsetDateTime;
+
+/// One trial, resolved: everything `check` needs besides the records.
+pub struct TrialSpec {
+    pub run: RunId,
+    pub repo: Repo,
+    /// Full object id of the base revision.
+    pub base: String,
+    pub config: config::Loaded,
+    pub ledger: Ledger,
+    /// A supplied JUnit report (`--junit`), already parsed once.
+    pub junit: Option<Vec<u8>>,
+    /// The project's test command (`--test-cmd`).
+    pub test: Option<TestCommand>,
+    /// The instant flake expiry is judged against; default the transcript's
+    /// `captured_at`, so a replay reproduces byte for byte.
+    pub now: Option<OffsetDateTime>,
+}
+
+/// What `check` decided and wrote.
+pub struct Checked {
+    pub verdict: VerdictRecord,
+    pub properties: Option<Loaded<PropertyRecord>>,
+    /// Why a step was skipped (no fixture roots, ...), for people.
+    pub notes: Vec<String>,
+}
+
+/// Runs the whole gate for one trial and writes its records.
+pub fn check(spec: &TrialSpec, sandbox: &Lazy) -> Result<Checked> {
+    let mut records = Records {
+        transcript: None,
+        lock: None,
+        properties: None,
+    };
+    let mut notes = Vec::new();
+    // The report is kept even for a trial that goes no further, so a
+    // flake observation can see which trial it came from.
+    if let Some(bytes) = &spec.junit {
+        chain::store_junit(&spec.ledger, &spec.run, bytes)?;
+    }
+    if let Some(transcript) = chain::read_transcript(&spec.ledger, &spec.run)? {
+        if transcript.loaded.record.complete {
+            // One checkout of the base serves the lock and the replay.
+            let trees = TrialTrees::new(&spec.repo, &spec.base)?;
+            let lock = match chain::read_lock(&spec.ledger, &spec.run, &transcript.loaded)? {
+                Some(l) => Some(l),
+                None => match chain::write_lock(
+                    &spec.ledger,
+                    &spec.run,
+                    &trees.base.tree,
+                    &spec.config.config.fixtures.roots,
+                    Some(&spec.base),
+                    &transcript.loaded,
+                )? {
+                    Locked::Written(l) => Some(l),
+                    Locked::NoRoots => {
+                        notes.push(format!(
+                            "no fixture roots are configured ({}): nothing was locked",
+                            spec.config.source
+                        ));
+                        None
+                    }
+                    Locked::EmptyRoots(empty) => {
+                        notes.push(format!(
+                            "fixture root(s) {} hold no files at the base revision: nothing was locked",
+                            empty.join(", ")
+                        ));
+                        None
+                    }
+                },
+            };
+            if let Some(lock) = &lock {
+                records.properties = Some(replay(spec, sandbox.get()?, &transcript, lock, &trees)?);
+            }
+            records.lock = lock;
+        }
+        records.transcript = Some(transcript.loaded);
+    }
+    let verdict = classify(&spec.run, &records)?;
+    chain::store_verdict(&spec.ledger, &spec.run, &verdict)?;
+    Ok(Checked {
+        verdict,
+        properties: records.properties,
+        notes,
+    })
+}
+
+/// Runs the replay with plugins as configured and writes (or matches) the
+/// property record, archiving what an auditor needs to re-run it.
+pub fn replay(
+    spec: &TrialSpec,
+    sandbox: &crate::sandbox::Sandbox,
+    transcript: &Transcript,
+    lock: &Loaded<FixtureLock>,
+    trees: &TrialTrees,
+) -> Result<Loaded<PropertyRecord>> {
+    let now = match spec.now {
+        Some(n) => n,
+        None => crate::clock::parse_time(&transcript.loaded.record.captured_at).map_err(|e| {
+            Error::data(&transcript.loaded.path, format!("field `captured_at`: {e}"))
+        })?,
+    };
+    let (test_run, produced) = match &spec.test {
+        Some(test) => {
+            let (run, report) = replay::run_tests(&spec.repo, &spec.base, &transcript.patch, test)?;
+            (Some(run), report)
+        }
+        None => (None, None),
+    };
+    let junit = match produced.as_ref().or(spec.junit.as_ref()) {
+        Some(bytes) => Some((
+            chain::store_junit(&spec.ledger, &spec.run, bytes)?,
+            bytes.clone(),
+        )),
+        None => None,
+    };
+    let replayed = replay::run(
+        &Replay {
+            source: replay::Source::Live,
+            run: &spec.run,
+            repo: &spec.repo,
+            base: &spec.base,
+            config: &spec.config,
+            ledger_root: spec.ledger.root(),
+            transcript: &transcript.loaded,
+            patch: &transcript.patch,
+            lock,
+            sandbox,
+            now,
+            junit,
+            test_run,
+        },
+        trees,
+    )?;
+    chain::store_properties(
+        &spec.ledger,
+        &spec.run,
+        &replayed.record,
+        &spec.config.bytes,
+        &replayed.used,
+    )
+}
+
+/// The exit code a property record implies on its own (what `replay`
+/// exits with; `check` exits with the verdict's).
+pub fn property_exit(record: &PropertyRecord) -> ExitCode {
+    if !record.fixtures.is_empty() {
+        ExitCode::FixtureMismatch
+    } else if record
+        .properties
+        .iter()
+        .all(|p| p.outcome == Outcome::Holds)
+    {
+        ExitCode::Ok
+    } else {
+        ExitCode::Reject
+    }
+}

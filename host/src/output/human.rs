@@ -1,0 +1,172 @@
+//! Human renderers: the sentences and tables people read. JSON output is the
+//! serialised record or report itself, so only the human side lives here.
+
+use crate::reconcile::Report;
+use crate::record::{PropertyRecord, VerdictRecord};
+use crate::verify::RunReport;
+
+/// The verdict and its reasons.
+pub fn verdict(verdict: &VerdictRecord) -> String {
+    let mut text = format!(
+        "verdict: {} (exit {}) for run {}\n",
+        verdict.verdict.as_str(),
+        verdict.exit_code,
+        verdict.run_id
+    );
+    for r in &verdict.reasons {
+        text.push_str(&format!("  - {}: {}\n", r.code, r.message));
+    }
+    text
+}
+
+/// The verdict, notes, then the property table: what `check` prints.
+pub fn check(
+    verdict_record: &VerdictRecord,
+    notes: &[String],
+    props: Option<&PropertyRecord>,
+) -> String {
+    let mut text = verdict(verdict_record);
+    for note in notes {
+        text.push_str(&format!("  note: {note}\n"));
+    }
+    if let Some(p) = props {
+        text.push('\n');
+        text.push_str(&property_table(p));
+    }
+    text
+}
+
+/// The table of properties, then any fixture drift.
+pub fn property_table(record: &PropertyRecord) -> String {
+    let width = record
+        .properties
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let mut text = format!(
+        "  {:width$}  {:8}  {:>12}  detail\n",
+        "property", "outcome", "fuel"
+    );
+    for p in &record.properties {
+        let mut detail: Vec<String> = p.error.iter().cloned().collect();
+        detail.extend(p.findings.iter().map(|f| {
+            let at = match (f.path.as_str(), f.line) {
+                ("", _) => String::new(),
+                (path, Some(l)) => format!("{path}:{l}: "),
+                (path, None) => format!("{path}: "),
+            };
+            format!(
+                "{}{at}{}",
+                if f.frozen { "[frozen] " } else { "" },
+                f.message
+            )
+        }));
+        let fuel = if p.plugin == "host" {
+            "-".to_string()
+        } else {
+            p.fuel_used.to_string()
+        };
+        let first = detail.first().cloned().unwrap_or_default();
+        text.push_str(&format!(
+            "  {:width$}  {:8}  {:>12}  {}\n",
+            p.name,
+            p.outcome.as_str(),
+            fuel,
+            first
+        ));
+        for more in detail.iter().skip(1) {
+            text.push_str(&format!(
+                "  {:width$}  {:8}  {:>12}  {}\n",
+                "", "", "", more
+            ));
+        }
+    }
+    for (kind, paths) in [
+        ("added", &record.fixtures.added),
+        ("removed", &record.fixtures.removed),
+        ("changed", &record.fixtures.changed),
+    ] {
+        for p in paths {
+            text.push_str(&format!("  fixture {kind}: {p}\n"));
+        }
+    }
+    text
+}
+
+/// What `reconcile` found; `result` is its machine name (`reconciled`,
+/// `mismatch`, `open_spans`, `no_mutation`).
+pub fn reconcile(r: &Report, result: &str) -> String {
+    let mut text = match result {
+        "open_spans" => "open spans: the agent run did not finish\n".to_string(),
+        "mismatch" => "mismatch: the tree and the trace disagree\n".to_string(),
+        "no_mutation" => {
+            "no mutation: the tree is clean and the trace has no write or delete\n".to_string()
+        }
+        _ => format!(
+            "reconciled: {} changed path(s), {} closed write/delete span(s)\n",
+            r.changed, r.mutating_spans
+        ),
+    };
+    if !r.open.is_empty() {
+        text.push_str("open spans:\n");
+        for o in &r.open {
+            text.push_str(&format!(
+                "  {} {} {} (line {})\n",
+                o.span, o.op, o.path, o.line
+            ));
+        }
+    }
+    for (title, list) in [
+        ("ghosts (changed, no span):", &r.ghosts),
+        ("phantoms (span, unchanged):", &r.phantoms),
+    ] {
+        if !list.is_empty() {
+            text.push_str(title);
+            text.push('\n');
+            for p in list {
+                text.push_str(&format!("  {p}\n"));
+            }
+        }
+    }
+    if !r.hash_misses.is_empty() {
+        text.push_str("hash misses (disk differs from the span):\n");
+        for m in &r.hash_misses {
+            text.push_str(&format!("  {}\n", m.path));
+        }
+    }
+    text
+}
+
+/// One line per run (failures listed under it), then the count.
+pub fn verify(archive_problems: &[String], reports: &[RunReport]) -> String {
+    let mut text = String::new();
+    if !archive_problems.is_empty() {
+        text.push_str("FAILED  archive manifest\n");
+        for p in archive_problems {
+            text.push_str(&format!("  - {p}\n"));
+        }
+    }
+    let mut failed = 0;
+    for report in reports {
+        if report.ok {
+            text.push_str(&format!(
+                "ok      {} (signature: {})\n",
+                report.run_id, report.signature
+            ));
+        } else {
+            failed += 1;
+            text.push_str(&format!("FAILED  {}\n", report.run_id));
+            for f in &report.failures {
+                text.push_str(&format!("  - {f}\n"));
+            }
+        }
+    }
+    text.push_str(&format!(
+        "{} of {} run(s) verified\n",
+        reports.len() - failed,
+        reports.len()
+    ));
+    text
+}

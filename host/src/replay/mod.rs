@@ -1,0 +1,316 @@
+//! Replay: apply the frozen patch to the base revision in a temporary tree,
+//! keep it in bounds, compare the fixture lock, run every property in the
+//! sandbox, and produce the property record.
+//!
+//! The user's checkout never sees the trial: trees live in a temp dir (removed
+//! on drop, also on error) with their own git index and object directory.
+//! Configuration and plugins come from the base revision (or from explicit
+//! files outside the tree), never from the patched tree.
+//!
+//! [`run`] is the one entry point: `check` calls it with plugins as
+//! configured (`Source::Live`), `verify --replay` with the plugins a stored
+//! record names (`Source::Archive`).
+//!
+//! - `bounds`: paths that leave the tree, protected paths, symlinks;
+//! - `property`: one property on the trial (limits, seed, inputs);
+//! - `self_test`: a property on its known-bad patch;
+//! - `artifacts`: where plugin and known-bad bytes come from;
+//! - `test_cmd`: the project's own test command.
+
+mod artifacts;
+mod bounds;
+mod property;
+mod self_test;
+mod test_cmd;
+
+pub use test_cmd::{TestCommand, run_tests};
+
+use crate::config::{self, Config, PropertyConfig};
+use crate::digest::sha256_hex;
+use crate::exit::{Error, Result};
+use crate::git::{Applied, Checkout, Repo};
+use crate::ledger::{Loaded, RunId};
+use crate::lock;
+use crate::record::{
+    Drift, Finding, FixtureLock, Outcome, PropertyRecord, PropertyResult, SCHEMA, StoredFile,
+    TestRun, TranscriptReceipt,
+};
+use crate::sandbox::{Change, ChangeKind, Mounts, Sandbox, TrialInput};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// The name of the host-side property that makes the tree.
+pub const PATCH_APPLIES: &str = "patch_applies";
+
+/// Where plugins and known-bad patches come from.
+pub enum Source<'a> {
+    /// As configured: built in, the base revision, or an absolute path.
+    Live,
+    /// From a ledger's content-addressed objects, by the digests a stored
+    /// property record names (re-running an archived replay).
+    Archive {
+        objects: &'a Path,
+        record: &'a PropertyRecord,
+    },
+}
+
+/// Everything one replay reads.
+pub struct Replay<'a> {
+    pub source: Source<'a>,
+    pub run: &'a RunId,
+    pub repo: &'a Repo,
+    /// Full object id of the base revision.
+    pub base: &'a str,
+    pub config: &'a config::Loaded,
+    /// The ledger directory: always protected when it lies in the repository.
+    pub ledger_root: &'a Path,
+    pub transcript: &'a Loaded<TranscriptReceipt>,
+    pub patch: &'a [u8],
+    pub lock: &'a Loaded<FixtureLock>,
+    pub sandbox: &'a Sandbox,
+    /// The instant flake-freeze expiry is judged against.
+    pub now: time::OffsetDateTime,
+    /// The test report, when the trial has one, and how it was produced.
+    pub junit: Option<(StoredFile, Vec<u8>)>,
+    pub test_run: Option<TestRun>,
+}
+
+/// What a replay produced: the property record (not yet written) and every
+/// plugin and known-bad patch it read, by sha256, for the ledger's archive.
+pub struct Replayed {
+    pub record: PropertyRecord,
+    pub used: BTreeMap<String, Vec<u8>>,
+}
+
+/// The trial's temporary directory and the base revision checked out in
+/// it, shared by the lock (taken from the base tree) and the replay. The
+/// directory is removed when this is dropped, also on error.
+pub struct TrialTrees {
+    pub tmp: tempfile::TempDir,
+    pub base: Checkout,
+}
+
+impl TrialTrees {
+    pub fn new(repo: &Repo, base: &str) -> Result<TrialTrees> {
+        let tmp = tempdir()?;
+        let base = repo.checkout(base, &tmp.path().join("base"))?;
+        Ok(TrialTrees { tmp, base })
+    }
+}
+
+pub(crate) fn tempdir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("agent-ledger-trial-")
+        .tempdir()
+        .map_err(|e| Error::write(&std::env::temp_dir(), e))
+}
+
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| Error::write(path, e))
+}
+
+/// Which optional inputs a trial has.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Present {
+    pub trace: bool,
+    pub junit: bool,
+}
+
+/// The properties that run: the configured ones, or the built-ins
+/// (`span_bijection` only when the trial has a trace, `tests_pass` only when
+/// it has a test report).
+pub fn properties(config: &Config, present: Present) -> Vec<PropertyConfig> {
+    if !config.properties.is_empty() {
+        return config.properties.clone();
+    }
+    crate::plugins::BUILTINS
+        .iter()
+        .filter(|(name, _)| match *name {
+            "span_bijection" => present.trace,
+            "tests_pass" => present.junit,
+            _ => true,
+        })
+        .map(|(name, _)| PropertyConfig {
+            name: name.to_string(),
+            plugin: format!("builtin:{name}"),
+            known_bad: None,
+            config: BTreeMap::new(),
+            fuel: None,
+            memory_mb: None,
+            timeout_ms: None,
+        })
+        .collect()
+}
+
+/// One replay in progress: the spec and what it has read so far.
+struct Session<'r, 'a> {
+    spec: &'r Replay<'a>,
+    used: Mutex<BTreeMap<String, Vec<u8>>>,
+}
+
+/// Runs the replay on `trees` and returns the property record.
+pub fn run(spec: &Replay<'_>, trees: &TrialTrees) -> Result<Replayed> {
+    let session = Session {
+        spec,
+        used: Mutex::new(BTreeMap::new()),
+    };
+    let record = session.replay(trees)?;
+    Ok(Replayed {
+        record,
+        used: session.used.into_inner().unwrap_or_else(|p| p.into_inner()),
+    })
+}
+
+impl Session<'_, '_> {
+    fn replay(&self, trees: &TrialTrees) -> Result<PropertyRecord> {
+        let spec = self.spec;
+        let tmp = &trees.tmp;
+        let base_tree = &trees.base;
+        let inputs = tmp.path().join("inputs");
+        std::fs::create_dir_all(&inputs).map_err(|e| Error::write(&inputs, e))?;
+        let patch_file = inputs.join("patch.diff");
+        write_file(&patch_file, spec.patch)?;
+        write_file(
+            &inputs.join("transcript.json"),
+            &read_bytes(&spec.transcript.path)?,
+        )?;
+        write_file(&inputs.join("lock.json"), &read_bytes(&spec.lock.path)?)?;
+        let mut present = Present::default();
+        if let Some(trace) = &spec.transcript.record.trace {
+            write_file(
+                &inputs.join("trace.jsonl"),
+                &crate::capture::read_stored(&spec.transcript.path, trace)?,
+            )?;
+            present.trace = true;
+        }
+        if let Some((_, bytes)) = &spec.junit {
+            write_file(&inputs.join("junit.xml"), bytes)?;
+            present.junit = true;
+        }
+        let frozen = self.frozen_tests(&inputs)?;
+
+        let mut record = PropertyRecord {
+            schema: SCHEMA,
+            record: "properties".into(),
+            run_id: spec.run.to_string(),
+            transcript_sha256: spec.transcript.sha256.clone(),
+            lock_sha256: spec.lock.sha256.clone(),
+            base_revision: spec.base.to_string(),
+            config_sha256: spec.config.sha256.clone(),
+            now: crate::clock::format_time(spec.now),
+            junit: spec.junit.as_ref().map(|(stored, _)| stored.clone()),
+            test_run: spec.test_run.clone(),
+            fixtures: Drift::default(),
+            properties: Vec::new(),
+        };
+        let mut applies = property::host_result(PATCH_APPLIES);
+        applies.inputs = BTreeMap::from([
+            ("base_revision".into(), spec.base.to_string()),
+            ("patch".into(), sha256_hex(spec.patch)),
+        ]);
+
+        let protected = bounds::protected(spec.config, spec.repo, spec.ledger_root)?;
+        let mut findings = bounds::before_apply(spec.patch, &protected);
+        let patched = base_tree.link_copy(&tmp.path().join("patched"))?;
+        let mut changes = Vec::new();
+        if findings.is_empty() {
+            match patched.apply(&patch_file)? {
+                Applied::Clean => {
+                    changes = changes_of(&patched, spec.base)?;
+                    findings.extend(bounds::after_apply(&patched, &changes, &protected));
+                }
+                Applied::Refused(msg) => findings.push(Finding {
+                    path: String::new(),
+                    line: None,
+                    message: format!("git apply refused the patch: {msg}"),
+                    frozen: false,
+                }),
+            }
+        }
+        if !findings.is_empty() {
+            applies.outcome = Outcome::Miss;
+            findings.sort();
+            applies.findings = findings;
+            record.properties.push(applies);
+            return Ok(record);
+        }
+        record.properties.push(applies);
+
+        // Drift: the fixtures are compared before any property is trusted.
+        let scanned = lock::scan(&patched.tree, &spec.lock.record.roots)?;
+        record.fixtures = lock::compare(&spec.lock.record.files, &scanned.entries);
+        if !record.fixtures.is_empty() {
+            return Ok(record);
+        }
+
+        let mounts = Mounts {
+            patched: &patched.tree,
+            base: &base_tree.tree,
+            inputs: &inputs,
+        };
+        let trial = TrialInput {
+            run_id: spec.run.to_string(),
+            base_revision: spec.base.to_string(),
+            patch: spec.patch.to_vec(),
+            changes,
+            config: Vec::new(),
+        };
+        let props = properties(&spec.config.config, present);
+        let results: Vec<PropertyResult> = props
+            .par_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                self.run_property(
+                    p,
+                    &trial,
+                    &frozen,
+                    base_tree,
+                    &mounts,
+                    &tmp.path().join(format!("known-bad-{i}")),
+                )
+            })
+            .collect::<Result<_>>()?;
+        record.properties.extend(results);
+        Ok(record)
+    }
+
+    /// The freeze file at the base revision (the patch can never carry it),
+    /// copied to the inputs; returns the tests frozen at `now`.
+    fn frozen_tests(&self, inputs: &Path) -> Result<Vec<String>> {
+        let spec = self.spec;
+        let file = &spec.config.config.flakes.file;
+        let Some(bytes) = spec.repo.read_at(spec.base, file)? else {
+            return Ok(Vec::new());
+        };
+        write_file(&inputs.join("flakes.toml"), &bytes)?;
+        let source = format!("{file} at {}", spec.base);
+        Ok(crate::freeze::FreezeFile::parse(&bytes, Path::new(&source))?.active_tests(spec.now))
+    }
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::read(path, e))
+}
+
+/// The paths a patched checkout changed relative to `base`, as properties see
+/// them.
+fn changes_of(co: &Checkout, base: &str) -> Result<Vec<Change>> {
+    Ok(co
+        .changes_since(base)?
+        .into_iter()
+        .map(|c| Change {
+            kind: match c.status {
+                b'A' => ChangeKind::Added,
+                b'D' => ChangeKind::Deleted,
+                b'R' => ChangeKind::Renamed,
+                b'C' => ChangeKind::Copied,
+                b'T' => ChangeKind::TypeChanged,
+                _ => ChangeKind::Modified,
+            },
+            path: c.path,
+            old_path: c.old_path,
+        })
+        .collect())
+}

@@ -1,0 +1,78 @@
+//! The self-test: a property configured with a known-bad patch runs on it
+//! first, and must miss there. One that holds is `vacuous` ("a check that
+//! cannot fail is not a property"); one that cannot run is an `error`.
+
+use super::{Session, changes_of, write_file};
+use crate::config::PropertyConfig;
+use crate::exit::{Error, Result};
+use crate::git::{Applied, Checkout};
+use crate::record::Outcome;
+use crate::sandbox::{Limits, Mounts, Plugin, TrialInput};
+use std::path::Path;
+
+pub(super) enum SelfTest {
+    Missed,
+    Vacuous(String),
+    Failed(String),
+}
+
+/// Where the self-test runs: the base tree it copies, the trial's mounts
+/// (whose `/base` and `/inputs` it shares), a scratch directory of its own,
+/// and the property's limits and seed.
+pub(super) struct Scene<'a> {
+    pub base_tree: &'a Checkout,
+    pub mounts: &'a Mounts<'a>,
+    pub scratch: &'a Path,
+    pub limits: &'a Limits,
+    pub seed: [u8; 32],
+}
+
+impl Session<'_, '_> {
+    pub(super) fn self_test(
+        &self,
+        plugin: &Plugin,
+        p: &PropertyConfig,
+        known_bad: &[u8],
+        config: &[(String, String)],
+        scene: &Scene<'_>,
+    ) -> Result<SelfTest> {
+        let spec = self.spec;
+        let scratch = scene.scratch;
+        let kb_path = scratch.join("known-bad.diff");
+        std::fs::create_dir_all(scratch).map_err(|e| Error::write(scratch, e))?;
+        write_file(&kb_path, known_bad)?;
+        let kb = p.known_bad.as_deref().unwrap_or("");
+        let co = scene.base_tree.link_copy(scratch)?;
+        if let Applied::Refused(msg) = co.apply(&kb_path)? {
+            return Ok(SelfTest::Failed(format!(
+                "known-bad patch `{kb}` does not apply to the base revision: {msg}"
+            )));
+        }
+        let changes = changes_of(&co, spec.base)?;
+        let kb_mounts = Mounts {
+            patched: &co.tree,
+            base: scene.mounts.base,
+            inputs: scene.mounts.inputs,
+        };
+        let trial = TrialInput {
+            run_id: spec.run.to_string(),
+            base_revision: spec.base.to_string(),
+            patch: known_bad.to_vec(),
+            changes,
+            config: config.to_vec(),
+        };
+        let run = spec
+            .sandbox
+            .run(plugin, &trial, &kb_mounts, scene.limits, scene.seed);
+        Ok(match run.outcome {
+            Outcome::Miss => SelfTest::Missed,
+            Outcome::Holds => SelfTest::Vacuous(format!(
+                "it holds on its known-bad patch `{kb}`: a check that cannot fail is not a property"
+            )),
+            _ => SelfTest::Failed(format!(
+                "self-test on known-bad patch `{kb}` failed: {}",
+                run.error.unwrap_or_default()
+            )),
+        })
+    }
+}

@@ -1,0 +1,253 @@
+//! `--repo`, `--config` and `--ledger`, resolved once, by one function, for
+//! every command that needs them.
+//!
+//! - The repository is `--repo DIR` (its top level), else the repository
+//!   holding the current directory. Commands that only keep records or hash
+//!   a tree work outside a repository too: their root is then that directory.
+//! - The configuration is `--config FILE`, else `agent-ledger.toml` where the
+//!   command reads it (`config::At`): at the base revision for a trial, at
+//!   `HEAD` for `reconcile` (the working tree is the agent's), in the working
+//!   tree for the operator's bookkeeping commands.
+//! - The ledger is `--ledger DIR`, else the configuration's `ledger`,
+//!   relative to the root.
+
+use crate::config::{self, At};
+use crate::exit::{Error, Result};
+use crate::git::Repo;
+use crate::ledger::Ledger;
+use std::path::{Path, PathBuf};
+
+/// `--repo DIR`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RepoArgs {
+    /// The git repository [default: the one holding the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+}
+
+/// `--config FILE`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConfigArgs {
+    /// Read the configuration from FILE instead of `agent-ledger.toml` (for
+    /// `check` and `replay`, FILE must lie outside the repository).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// What a command asks of the resolution.
+#[derive(Debug, Clone, Copy)]
+pub struct Needs<'a> {
+    /// Fail when there is no repository (else fall back to the current
+    /// directory).
+    pub repo: bool,
+    /// Where `agent-ledger.toml` is read when no `--config` is given.
+    pub config_at: ConfigAt<'a>,
+}
+
+/// Where the configuration comes from, before revisions are resolved.
+#[derive(Debug, Clone, Copy)]
+pub enum ConfigAt<'a> {
+    /// A revision named on the command line (`--base REV`).
+    Revision(&'a str),
+    /// `HEAD`; no configuration when the repository has no commit yet.
+    Head,
+    /// The working tree at the root.
+    WorkingTree,
+    /// Nothing: the command reads no configuration (`verify ARCHIVE`).
+    Unused,
+}
+
+/// The resolved repository, configuration and ledger.
+pub struct Resolved {
+    pub repo: Option<Repo>,
+    /// The repository's top level, or the directory given (or the current
+    /// one) when it is not in a repository.
+    pub root: PathBuf,
+    /// The full commit id the configuration was read at, when it was read
+    /// at a revision.
+    pub revision: Option<String>,
+    pub config: config::Loaded,
+    pub ledger: Ledger,
+}
+
+impl Resolved {
+    /// The repository, which `Needs::repo` guaranteed.
+    pub fn repo(&self) -> Result<&Repo> {
+        self.repo
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a repository was required but not resolved".into()))
+    }
+}
+
+/// Resolves `--repo`, `--config` and `--ledger` for one command.
+pub fn resolve(
+    repo: Option<&Path>,
+    config_file: Option<&Path>,
+    ledger: Option<&Path>,
+    needs: Needs<'_>,
+) -> Result<Resolved> {
+    let dir = repo.unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(Error::Missing(format!(
+            "`{}` is not a directory",
+            dir.display()
+        )));
+    }
+    // Commands that only keep records or hash a tree work in any directory.
+    let repo = if needs.repo {
+        Some(Repo::open(dir)?)
+    } else {
+        Repo::open(dir).ok()
+    };
+    let root = repo
+        .as_ref()
+        .map_or_else(|| dir.to_path_buf(), |r| r.root.clone());
+    let revision = match (needs.config_at, &repo) {
+        (ConfigAt::Revision(rev), Some(r)) => Some(r.resolve_commit(rev)?),
+        (ConfigAt::Revision(rev), None) => {
+            return Err(Error::Usage(format!(
+                "`{rev}` names a revision, but there is no repository: pass --repo DIR"
+            )));
+        }
+        // An unborn HEAD (no commit yet) has no configuration.
+        (ConfigAt::Head, Some(r)) => r.resolve_commit("HEAD").ok(),
+        _ => None,
+    };
+    let at = match (&revision, needs.config_at) {
+        (Some(rev), _) => At::Revision(rev),
+        // `reconcile` outside a repository, or before the first commit: the
+        // configuration may still come from `--config`; the working tree's
+        // own file is the agent's and is never read for it.
+        (None, ConfigAt::Head) => At::Revision("HEAD"),
+        _ => At::WorkingTree,
+    };
+    let config = match (at, &revision, config_file) {
+        _ if matches!(needs.config_at, ConfigAt::Unused) => {
+            config::Loaded::absent("no configuration is read".into())
+        }
+        (At::Revision(_), None, None) => {
+            config::Loaded::absent("no commit to read agent-ledger.toml from".into())
+        }
+        _ => config::load(repo.as_ref(), &root, at, config_file)?,
+    };
+    let ledger = match ledger {
+        Some(dir) => Ledger::new(dir),
+        None => Ledger::new(root.join(&config.config.ledger)),
+    };
+    Ok(Resolved {
+        repo,
+        root,
+        revision,
+        config,
+        ledger,
+    })
+}
+
+/// What identifies a trial on the command line (`check`, `replay`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct TrialArgs {
+    /// Run id of the captured trial.
+    #[arg(long, value_name = "ID")]
+    pub run: String,
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// The base revision the patch applies to.
+    #[arg(long, value_name = "REV")]
+    pub base: String,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Where compiled components are cached [default: $AGENT_LEDGER_CACHE_DIR,
+    /// else $XDG_CACHE_HOME/agent-ledger, else ~/.cache/agent-ledger].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not cache compiled components on disk.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+    /// A JUnit XML report of the project's suite on the patched tree, for
+    /// the `tests_pass` property; stored in the ledger with its digest.
+    #[arg(long, value_name = "FILE", conflicts_with = "test_cmd")]
+    pub junit: Option<PathBuf>,
+    /// Run the project's suite in a temporary patched tree with no network;
+    /// it must write a JUnit report to the path in `$AGENT_LEDGER_JUNIT`.
+    #[arg(long, value_name = "CMD")]
+    pub test_cmd: Option<String>,
+    /// Run `--test-cmd` even when no network namespace can be made.
+    #[arg(long, requires = "test_cmd")]
+    pub allow_network: bool,
+    /// The instant flake-freeze expiry is judged against (RFC 3339 or a
+    /// date) [default: the transcript's `captured_at`].
+    #[arg(long, value_name = "T")]
+    pub now: Option<String>,
+}
+
+impl TrialArgs {
+    /// Resolves the trial: the repository (required), the base revision,
+    /// the configuration at it, the ledger, the supplied report, and the
+    /// sandbox (made on first use).
+    pub fn resolve(
+        &self,
+        ledger: Option<&Path>,
+    ) -> Result<(crate::check::TrialSpec, crate::sandbox::Lazy)> {
+        let run = crate::ledger::RunId::parse(&self.run)?;
+        let resolved = resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: true,
+                config_at: ConfigAt::Revision(&self.base),
+            },
+        )?;
+        let junit = match &self.junit {
+            Some(path) => {
+                let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;
+                crate::junit::parse(path, &bytes)?;
+                Some(bytes)
+            }
+            None => None,
+        };
+        let now = self
+            .now
+            .as_deref()
+            .map(|s| crate::clock::parse_flag("--now", s))
+            .transpose()?;
+        let cache_dir = if self.no_cache {
+            None
+        } else {
+            self.cache_dir.clone().or_else(default_cache_dir)
+        };
+        let (Some(repo), Some(base)) = (resolved.repo, resolved.revision) else {
+            return Err(Error::Internal(
+                "a trial needs a repository and a base".into(),
+            ));
+        };
+        let spec = crate::check::TrialSpec {
+            run,
+            repo,
+            base,
+            config: resolved.config,
+            ledger: resolved.ledger,
+            junit,
+            test: self
+                .test_cmd
+                .clone()
+                .map(|command| crate::replay::TestCommand {
+                    command,
+                    allow_network: self.allow_network,
+                }),
+            now,
+        };
+        Ok((spec, crate::sandbox::Lazy::new(cache_dir)))
+    }
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    let env = |k| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("AGENT_LEDGER_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("agent-ledger")))
+        .or_else(|| env("HOME").map(|h| h.join(".cache/agent-ledger")))
+}

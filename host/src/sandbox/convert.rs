@@ -1,0 +1,111 @@
+//! Crossing the boundary: the trial into WIT types, the guest's outcome back
+//! (checked), trap and budget errors into reasons, captured output into a
+//! capped excerpt.
+
+use super::{ChangeKind, Limits, MAX_WASM_STACK, OUTPUT_EXCERPT, TrialInput, wit};
+use crate::record::{Finding, Outcome};
+use std::path::Path;
+use wasmtime::Trap;
+
+pub(super) fn root_cause(e: &wasmtime::Error) -> String {
+    e.root_cause().to_string()
+}
+
+/// A reason for a failed call, naming the budget that ran out.
+pub(super) fn describe_error(e: &wasmtime::Error, limits: &Limits) -> String {
+    if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return format!("called exit({}) instead of returning a result", exit.0);
+    }
+    if let Some(trap) = e.downcast_ref::<Trap>() {
+        return match trap {
+            Trap::OutOfFuel => format!("fuel budget of {} exhausted", limits.fuel),
+            Trap::Interrupt => format!(
+                "wall-clock backstop of {} ms reached",
+                limits.wall.as_millis()
+            ),
+            Trap::StackOverflow => format!("stack overflow (cap {} bytes)", MAX_WASM_STACK),
+            Trap::UnreachableCodeReached => {
+                "trap: unreachable code reached (a panic or abort)".to_string()
+            }
+            other => format!("trap: {other}"),
+        };
+    }
+    let msg = root_cause(e);
+    if msg.contains("growing memory") {
+        return format!("memory cap of {} bytes reached", limits.memory_bytes);
+    }
+    format!("trap: {msg}")
+}
+
+/// Keeps the head of a stream for the record; says whether it hit the cap.
+pub(super) fn excerpt(bytes: &[u8], cap: usize) -> (String, bool) {
+    let full = bytes.len() >= cap;
+    let kept = &bytes[..bytes.len().min(OUTPUT_EXCERPT)];
+    let mut text = String::from_utf8_lossy(kept).into_owned();
+    if bytes.len() > OUTPUT_EXCERPT {
+        text.push_str(&format!(
+            "\n[... truncated: {} more bytes{}]",
+            bytes.len() - OUTPUT_EXCERPT,
+            if full { ", cap reached" } else { "" }
+        ));
+    }
+    (text, full)
+}
+
+pub(super) fn to_wit(t: &TrialInput) -> wit::Trial {
+    wit::Trial {
+        run_id: t.run_id.clone(),
+        base_revision: t.base_revision.clone(),
+        patch: t.patch.clone(),
+        changes: t
+            .changes
+            .iter()
+            .map(|c| wit::ChangedPath {
+                path: c.path.clone(),
+                kind: match c.kind {
+                    ChangeKind::Added => wit::ChangeKind::Added,
+                    ChangeKind::Modified => wit::ChangeKind::Modified,
+                    ChangeKind::Deleted => wit::ChangeKind::Deleted,
+                    ChangeKind::Renamed => wit::ChangeKind::Renamed,
+                    ChangeKind::Copied => wit::ChangeKind::Copied,
+                    ChangeKind::TypeChanged => wit::ChangeKind::TypeChanged,
+                },
+                old_path: c.old_path.clone(),
+            })
+            .collect(),
+        config: t.config.clone(),
+    }
+}
+
+/// Checks a guest result: a miss names at least one finding, and every
+/// finding's path stays inside the repository.
+pub(super) fn from_wit(o: wit::Outcome) -> Result<(Outcome, Vec<Finding>), String> {
+    let (outcome, findings) = match o {
+        wit::Outcome::Holds(f) => (Outcome::Holds, f),
+        wit::Outcome::Miss(f) => (Outcome::Miss, f),
+    };
+    if outcome == Outcome::Miss && findings.iter().all(|f| f.frozen) {
+        return Err("a miss must name at least one finding that is not frozen".into());
+    }
+    let mut out = Vec::with_capacity(findings.len());
+    for f in findings {
+        let p = Path::new(&f.path);
+        if p.is_absolute()
+            || p.components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(format!(
+                "finding path `{}` is not inside the repository",
+                f.path
+            ));
+        }
+        out.push(Finding {
+            path: f.path,
+            line: f.line,
+            message: f.message,
+            frozen: f.frozen,
+        });
+    }
+    out.sort();
+    Ok((outcome, out))
+}
