@@ -646,7 +646,7 @@ mod tests {
     }
 
     fn data_error(e: crate::exit::Error) -> String {
-        assert_eq!(e.exit_code(), crate::exit::DATA, "{e}");
+        assert_eq!(e.exit_code(), crate::exit::Sysexit::Data, "{e}");
         e.to_string()
     }
 

@@ -290,7 +290,7 @@ mod tests {
 
     fn refusal(text: &str) -> String {
         let err = parse(text).unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::DATA, "{err}");
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::Data, "{err}");
         let msg = err.to_string();
         assert!(msg.starts_with("`repo/agent-ledger.toml`: "), "{msg}");
         msg

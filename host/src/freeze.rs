@@ -248,7 +248,7 @@ reports = ["aa", "bb"]
     fn parse_refuses_an_unknown_key_naming_the_file_and_key() {
         let text = format!("schema = 1\n{ROW}ticket = \"JIRA-1\"\n");
         let err = FreezeFile::parse(text.as_bytes(), Path::new("ci/flakes.toml")).unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::DATA);
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::Data);
         let msg = err.to_string();
         assert!(
             msg.starts_with("`ci/flakes.toml`: invalid freeze file"),
@@ -276,7 +276,7 @@ reports = ["aa", "bb"]
             Path::new("ci/flakes.toml"),
         )
         .unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::DATA);
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::Data);
         assert_eq!(
             err.to_string(),
             "`ci/flakes.toml`: field `schema` is 2; this build reads freeze schema 1"

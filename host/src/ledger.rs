@@ -312,7 +312,7 @@ mod tests {
             record: "verdict".into(),
             run_id: "run-001".into(),
             verdict,
-            exit_code: verdict.exit_code(),
+            exit_code: verdict.exit_code().code(),
             reasons: vec![],
             transcript_sha256: None,
             lock_sha256: None,
@@ -358,7 +358,7 @@ mod tests {
             long.as_str(),
         ] {
             let err = RunId::parse(id).unwrap_err();
-            assert_eq!(err.exit_code(), crate::exit::USAGE, "{id:?}");
+            assert_eq!(err.exit_code(), crate::exit::Sysexit::Usage, "{id:?}");
             assert!(
                 err.to_string()
                     .starts_with(&format!("invalid run id `{id}`")),
@@ -395,7 +395,7 @@ mod tests {
         let path = dir.path().join("verdicts/run-001.json");
         write_new(&path, b"first\n").unwrap();
         let err = write_new(&path, b"second\n").unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::CANT_CREATE);
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::CantCreate);
         match &err {
             Error::Exists { path: p, hint } => {
                 assert_eq!(p, &path);
@@ -450,7 +450,7 @@ mod tests {
         let path = dir.path().join("run-001.json");
         write_or_match(&path, &verdict(Verdict::Reject), "verdict").unwrap();
         let err = write_or_match(&path, &verdict(Verdict::Review), "verdict").unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::CANT_CREATE);
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::CantCreate);
         assert!(
             err.to_string().ends_with(
                 "the verdict on file differs from the one derived now; a retry is a new run id"
@@ -482,7 +482,7 @@ mod tests {
         let err =
             parse_record::<VerdictRecord>(Path::new("l/verdicts/run-001.json"), text.as_bytes())
                 .unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::DATA, "{err}");
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::Data, "{err}");
         let msg = err.to_string();
         assert!(msg.starts_with("`l/verdicts/run-001.json`: "), "{msg}");
         msg
@@ -547,7 +547,7 @@ mod tests {
         let missing = dir.path().join("run-404.json");
         assert!(read_optional::<VerdictRecord>(&missing).unwrap().is_none());
         let err = read_required::<VerdictRecord>(&missing).unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::NO_INPUT);
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::NoInput);
         assert!(err.to_string().contains("run-404.json"), "{err}");
     }
 }

@@ -21,6 +21,11 @@ pub fn normalize_root(root: &str) -> Result<String> {
     let mut parts = Vec::new();
     for c in path.components() {
         match c {
+            Component::Normal(p) if p.eq_ignore_ascii_case(".git") => {
+                return Err(Error::Usage(format!(
+                    "fixture root `{root}` is inside `.git`: the repository's own metadata is never a fixture"
+                )));
+            }
             Component::Normal(p) => parts.push(
                 p.to_str()
                     .ok_or_else(|| Error::Usage(format!("fixture root `{root}` is not UTF-8")))?
@@ -362,7 +367,7 @@ mod tests {
     #[test]
     fn normalize_root_refuses_an_absolute_root() {
         let err = normalize_root("/etc").unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::USAGE);
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::Usage);
         assert_eq!(
             err.to_string(),
             "fixture root `/etc` must be a relative path inside the repository"
@@ -381,7 +386,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "bug: normalize_root accepts `.git` roots, so the repository's own metadata can be locked as a fixture"]
     fn normalize_root_refuses_the_git_directory() {
         // scan() skips `.git` only directly under the repository root; a root
         // that names it (or is inside it) must be refused before the walk.
@@ -435,7 +439,7 @@ mod tests {
         let mut l = lock(vec![file("a", "1"), file("b", "2")]);
         l.count = 3;
         let err = check_consistent(&l, Path::new("fixtures/run-001.lock.json")).unwrap_err();
-        assert_eq!(err.exit_code(), crate::exit::DATA);
+        assert_eq!(err.exit_code(), crate::exit::Sysexit::Data);
         assert_eq!(
             err.to_string(),
             "`fixtures/run-001.lock.json`: field `count` is 3 but `files` has 2 entries"

@@ -53,6 +53,10 @@ pub enum ConfigAt<'a> {
     Head,
     /// The working tree at the root.
     WorkingTree,
+    /// The working tree, and only to find the ledger: not read at all when
+    /// `--ledger` is given without `--config` (`capture`, `classify`,
+    /// `sign`, `pack`, `verify`).
+    LedgerOnly,
     /// Nothing: the command reads no configuration (`verify ARCHIVE`).
     Unused,
 }
@@ -121,10 +125,13 @@ pub fn resolve(
         (None, ConfigAt::Head) => At::Revision("HEAD"),
         _ => At::WorkingTree,
     };
+    let unread = match needs.config_at {
+        ConfigAt::Unused => true,
+        ConfigAt::LedgerOnly => ledger.is_some() && config_file.is_none(),
+        _ => false,
+    };
     let config = match (at, &revision, config_file) {
-        _ if matches!(needs.config_at, ConfigAt::Unused) => {
-            config::Loaded::absent("no configuration is read".into())
-        }
+        _ if unread => config::Loaded::absent("no configuration is read".into()),
         (At::Revision(_), None, None) => {
             config::Loaded::absent("no commit to read agent-ledger.toml from".into())
         }

@@ -305,15 +305,15 @@ fn config_inside_the_tree_is_refused_and_outside_is_used() {
 
 #[test]
 fn a_bad_config_names_the_field() {
-    let repo = DemoRepo::with(|root| {
-        std::fs::write(
-            root.join("agent-ledger.toml"),
-            "schema = 1\n[fixtures]\nroot = [\"x\"]\n",
-        )
-        .unwrap();
-    });
+    let repo = DemoRepo::new();
     repo.capture("r", "good");
-    let out = repo.check("r", &[]);
+    std::fs::write(
+        repo.path().join("agent-ledger.toml"),
+        "schema = 1\n[fixtures]\nroot = [\"x\"]\n",
+    )
+    .unwrap();
+    git(repo.path(), &["commit", "-qam", "break the configuration"]);
+    let out = run(repo.path(), &["check", "--run", "r", "--base", "HEAD"]);
     out.assert_code(65);
     assert!(
         out.stderr.contains("agent-ledger.toml") && out.stderr.contains("root"),

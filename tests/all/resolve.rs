@@ -342,3 +342,30 @@ fn flake_commands_read_the_configuration_given_with_config() {
     out.assert_code(0);
     assert!(out.stdout.contains("no flake freezes"), "{}", out.stdout);
 }
+
+#[test]
+fn a_broken_configuration_fails_capture_unless_the_ledger_is_given() {
+    let dir = tempdir();
+    write(
+        &dir.path().join("agent-ledger.toml"),
+        "schema = 1\nledgr = \"x\"\n",
+    );
+    let body = fixture("capture/complete-multifile.diff");
+    let body = body.to_str().unwrap();
+    let out = run(dir.path(), &["capture", "--run", "r", "--body", body]);
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("agent-ledger.toml") && out.stderr.contains("ledgr"),
+        "{}",
+        out.stderr
+    );
+    // `--ledger` says where records go: the configuration is not needed.
+    let out = run(
+        dir.path(),
+        &[
+            "capture", "--run", "r", "--body", body, "--ledger", "records",
+        ],
+    );
+    out.assert_code(0);
+    assert!(dir.path().join("records/transcripts/r.json").exists());
+}

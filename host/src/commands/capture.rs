@@ -83,7 +83,7 @@ impl CaptureArgs {
             ledger,
             Needs {
                 repo: false,
-                config_at: ConfigAt::WorkingTree,
+                config_at: ConfigAt::LedgerOnly,
             },
         )?;
         let body = input::read_file_or_stdin(&self.body, input::BODY_CAP)?;

@@ -39,7 +39,7 @@ impl ClassifyArgs {
             ledger,
             Needs {
                 repo: false,
-                config_at: ConfigAt::WorkingTree,
+                config_at: ConfigAt::LedgerOnly,
             },
         )?
         .ledger;

@@ -30,7 +30,7 @@ impl PackArgs {
             ledger,
             Needs {
                 repo: false,
-                config_at: ConfigAt::WorkingTree,
+                config_at: ConfigAt::LedgerOnly,
             },
         )?
         .ledger;

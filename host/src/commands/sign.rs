@@ -32,7 +32,7 @@ impl SignArgs {
             ledger,
             Needs {
                 repo: false,
-                config_at: ConfigAt::WorkingTree,
+                config_at: ConfigAt::LedgerOnly,
             },
         )?
         .ledger;

@@ -55,7 +55,7 @@ impl VerifyArgs {
                 config_at: if self.archive.is_some() {
                     ConfigAt::Unused
                 } else {
-                    ConfigAt::WorkingTree
+                    ConfigAt::LedgerOnly
                 },
             },
         )?;
