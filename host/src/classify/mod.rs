@@ -1,0 +1,205 @@
+//! Classification: read the records in receipt order and stop at the first
+//! hard failure. The rules, in order:
+//!
+//! 1. no transcript receipt, or an incomplete one => `incomplete` (exit 2)
+//! 2. no fixture lock, an empty one, or drift on the patched tree =>
+//!    `fixture_mismatch` (exit 3)
+//! 3. no property record, no property, or any property not `holds` =>
+//!    `reject` (exit 4)
+//! 4. otherwise => `review` (exit 0)
+//!
+//! A record from another run, a broken digest link or a record that does not
+//! follow from its own bytes is not classified at all: it is a data error.
+
+use crate::capture::check_receipt;
+use crate::exit::Result;
+use crate::ledger::{Loaded, RunId, check_link, check_run};
+use crate::lock::check_consistent;
+use crate::record::{
+    FixtureLock, Outcome, PropertyRecord, Reason, SCHEMA, TranscriptReceipt, Verdict, VerdictRecord,
+};
+
+/// The records of one run, each possibly missing.
+pub struct Records {
+    pub transcript: Option<Loaded<TranscriptReceipt>>,
+    pub lock: Option<Loaded<FixtureLock>>,
+    pub properties: Option<Loaded<PropertyRecord>>,
+}
+
+/// Checks the chain and classifies. Errors are chain faults (exit 65).
+pub fn classify(run: &RunId, records: &Records) -> Result<VerdictRecord> {
+    check_chain(run, records)?;
+    Ok(verdict_of(run, records))
+}
+
+/// The verdict the rules give, for records whose chain is already checked.
+pub fn verdict_of(run: &RunId, records: &Records) -> VerdictRecord {
+    let (verdict, reasons) = rules(records);
+    VerdictRecord {
+        schema: SCHEMA,
+        record: "verdict".into(),
+        run_id: run.to_string(),
+        verdict,
+        exit_code: verdict.exit_code().code(),
+        reasons,
+        transcript_sha256: records.transcript.as_ref().map(|l| l.sha256.clone()),
+        lock_sha256: records.lock.as_ref().map(|l| l.sha256.clone()),
+        properties_sha256: records.properties.as_ref().map(|l| l.sha256.clone()),
+    }
+}
+
+fn check_chain(run: &RunId, r: &Records) -> Result<()> {
+    if let Some(t) = &r.transcript {
+        check_run(t, run)?;
+        check_receipt(&t.path, &t.record)?;
+    }
+    if let Some(l) = &r.lock {
+        check_run(l, run)?;
+        check_consistent(&l.record, &l.path)?;
+        if let Some(t) = &r.transcript {
+            check_link(
+                &l.path,
+                "transcript_sha256",
+                &l.record.transcript_sha256,
+                &t.sha256,
+                &t.path,
+            )?;
+        }
+    }
+    if let Some(p) = &r.properties {
+        check_run(p, run)?;
+        if let Some(t) = &r.transcript {
+            check_link(
+                &p.path,
+                "transcript_sha256",
+                &p.record.transcript_sha256,
+                &t.sha256,
+                &t.path,
+            )?;
+        }
+        if let Some(l) = &r.lock {
+            check_link(
+                &p.path,
+                "lock_sha256",
+                &p.record.lock_sha256,
+                &l.sha256,
+                &l.path,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
+    let Some(t) = &r.transcript else {
+        return (
+            Verdict::Incomplete,
+            vec![Reason::new(
+                "transcript_missing",
+                "no transcript receipt: nothing was captured",
+            )],
+        );
+    };
+    if !t.record.complete {
+        return (Verdict::Incomplete, t.record.reasons.clone());
+    }
+    let Some(lock) = &r.lock else {
+        return (
+            Verdict::FixtureMismatch,
+            vec![Reason::new(
+                "lock_missing",
+                "no fixture lock: the fixtures the checks read were never locked",
+            )],
+        );
+    };
+    if lock.record.count == 0 {
+        return (
+            Verdict::FixtureMismatch,
+            vec![Reason::new("lock_empty", "the fixture lock holds no files")],
+        );
+    }
+    let Some(p) = &r.properties else {
+        return (
+            Verdict::Reject,
+            vec![Reason::new(
+                "properties_missing",
+                "no property record: the properties never ran",
+            )],
+        );
+    };
+    let drift = &p.record.fixtures;
+    if !drift.is_empty() {
+        let mut reasons = Vec::new();
+        for (kind, paths) in [
+            ("added", &drift.added),
+            ("removed", &drift.removed),
+            ("changed", &drift.changed),
+        ] {
+            for path in paths {
+                reasons.push(Reason::new(
+                    "fixture_drift",
+                    format!("fixture `{path}` {kind} by the patch"),
+                ));
+            }
+        }
+        return (Verdict::FixtureMismatch, reasons);
+    }
+    if p.record.properties.is_empty() {
+        return (
+            Verdict::Reject,
+            vec![Reason::new(
+                "no_properties",
+                "the property record lists no property",
+            )],
+        );
+    }
+    let mut reasons = Vec::new();
+    for prop in &p.record.properties {
+        let why = || {
+            let mut parts: Vec<String> = prop.error.iter().cloned().collect();
+            parts.extend(
+                prop.findings
+                    .iter()
+                    .filter(|f| !f.frozen)
+                    .map(|f| match f.line {
+                        Some(line) if !f.path.is_empty() => {
+                            format!("{}:{line}: {}", f.path, f.message)
+                        }
+                        _ if !f.path.is_empty() => format!("{}: {}", f.path, f.message),
+                        _ => f.message.clone(),
+                    }),
+            );
+            parts.join("; ")
+        };
+        match prop.outcome {
+            Outcome::Holds => {}
+            Outcome::Miss => reasons.push(Reason::new(
+                "property_miss",
+                format!("property `{}` missed: {}", prop.name, why()),
+            )),
+            Outcome::Error => reasons.push(Reason::new(
+                "property_error",
+                format!("property `{}` failed to run: {}", prop.name, why()),
+            )),
+            Outcome::Vacuous => reasons.push(Reason::new(
+                "property_vacuous",
+                format!("property `{}` is vacuous: {}", prop.name, why()),
+            )),
+        }
+    }
+    if reasons.is_empty() {
+        let n = p.record.properties.len();
+        (
+            Verdict::Review,
+            vec![Reason::new(
+                "all_hold",
+                format!("transcript complete, fixtures locked and unchanged, {n} properties hold"),
+            )],
+        )
+    } else {
+        (Verdict::Reject, reasons)
+    }
+}
+
+#[cfg(test)]
+mod tests;
