@@ -8,5 +8,6 @@ mod lock;
 mod reconcile;
 mod replay;
 mod sandbox;
+mod snapshots;
 mod support;
 mod verify;
