@@ -9,5 +9,6 @@ mod reconcile;
 mod replay;
 mod resolve;
 mod sandbox;
+mod snapshots;
 mod support;
 mod verify;
