@@ -63,7 +63,7 @@ pub fn read_lock(
 /// What locking a tree's fixture roots gave.
 pub enum Locked {
     /// The lock, written to the ledger.
-    Written(Loaded<FixtureLock>),
+    Written(Box<Loaded<FixtureLock>>),
     /// No fixture root is configured: nothing was locked.
     NoRoots,
     /// These roots hold no files: nothing was locked.
@@ -107,11 +107,11 @@ pub fn write_lock(
         scanned.entries,
     );
     let sha256 = ledger::write_record(&path, &record)?;
-    Ok(Locked::Written(Loaded {
+    Ok(Locked::Written(Box::new(Loaded {
         record,
         sha256,
         path,
-    }))
+    })))
 }
 
 /// Writes (or matches) the property record, after archiving what an auditor

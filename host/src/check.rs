@@ -66,7 +66,7 @@ pub fn check(spec: &TrialSpec, sandbox: &Lazy) -> Result<Checked> {
                     Some(&spec.base),
                     &transcript.loaded,
                 )? {
-                    Locked::Written(l) => Some(l),
+                    Locked::Written(l) => Some(*l),
                     Locked::NoRoots => {
                         notes.push(format!(
                             "no fixture roots are configured ({}): nothing was locked",
