@@ -421,15 +421,77 @@ fn a_patch_that_edits_the_freeze_file_is_rejected() {
 
 #[test]
 fn the_test_command_runs_without_network() {
+    // The probe's own answers, distinct from what sh or python3 exit with
+    // when the probe cannot run at all (127: no python3; 1: an exception;
+    // 2: a usage error), so a missing tool can never read as "isolated".
+    const CONNECTED: i64 = 10;
+    const UNREACHABLE: i64 = 11;
+    fn probe(port: u16) -> String {
+        format!(
+            "python3 -c 'import errno, socket, sys
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect((\"127.0.0.1\", {port}))
+except (ConnectionRefusedError, socket.timeout):
+    sys.exit({UNREACHABLE})
+except OSError as e:
+    sys.exit({UNREACHABLE} if e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH) else 3)
+sys.exit({CONNECTED})'"
+        )
+    }
+    fn probe_outside(port: u16) -> (i64, String) {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &probe(port)])
+            .output()
+            .expect("`sh` is needed to run the network probe");
+        let code = out.status.code().map_or(-1, i64::from);
+        (code, String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+    // The product isolates the test command with `unshare --net`; without a
+    // working one it refuses to run the command, and this test would prove
+    // nothing about isolation.
+    match std::process::Command::new("unshare")
+        .args(["--net", "true"])
+        .output()
+    {
+        Err(e) => panic!("`unshare` (util-linux) is needed for this test and cannot run: {e}"),
+        Ok(o) => assert!(
+            o.status.success(),
+            "`unshare --net true` failed ({}), so no network namespace can be made here: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    }
     let repo = flaky_repo();
     repo.capture("r", "good");
     // A listener on the host's loopback: the test command must not reach it.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    // Controls, outside the sandbox: the probe runs, reaches the listener,
+    // and tells a refused connection apart.
+    let (code, stderr) = probe_outside(port);
+    assert_eq!(
+        code, CONNECTED,
+        "the probe must connect to a reachable listener outside the sandbox \
+         (127: `python3` is missing; other: the probe could not run): {stderr}"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let (code, stderr) = probe_outside(closed_port);
+    assert_eq!(
+        code, UNREACHABLE,
+        "the probe must report a refused connection as unreachable: {stderr}"
+    );
+    // In the sandbox: only an "unreachable" answer copies the passing report,
+    // and the test command exits with the probe's answer, which the record
+    // keeps.
     let pass = junit("all-pass");
     let fail = junit("flaky-and-real-failure");
     let cmd = format!(
-        "python3 -c 'import socket,sys; s=socket.socket(); s.settimeout(2); sys.exit(0 if s.connect_ex((\"127.0.0.1\", {port})) == 0 else 1)' && cp {fail} \"$AGENT_LEDGER_JUNIT\" || cp {pass} \"$AGENT_LEDGER_JUNIT\""
+        "{}; rc=$?; if [ \"$rc\" -eq {UNREACHABLE} ]; then cp {pass} \"$AGENT_LEDGER_JUNIT\"; else cp {fail} \"$AGENT_LEDGER_JUNIT\"; fi; exit \"$rc\"",
+        probe(port)
     );
     let cache = cache_dir();
     let out = run(
@@ -448,9 +510,21 @@ fn the_test_command_runs_without_network() {
             "json",
         ],
     );
-    out.assert_code(0);
+    assert!(
+        repo.path().join(".agent-ledger/properties/r.json").exists(),
+        "check wrote no property record (exit {}): {}",
+        out.code,
+        out.stderr
+    );
     let record = repo.properties("r");
     assert_eq!(record["test_run"]["network"], "isolated");
+    assert_eq!(
+        record["test_run"]["exit_code"], UNREACHABLE,
+        "the probe in the sandbox did not report the listener unreachable \
+         ({CONNECTED}: it connected; 127: `python3` is missing; other: the probe could not run): {}",
+        out.stderr
+    );
+    out.assert_code(0);
     assert_eq!(outcome(&record, "tests_pass")["outcome"], "holds");
     drop(listener);
 }
@@ -467,6 +541,10 @@ fn without_a_network_namespace_the_test_command_needs_allow_network() {
             .output()
             .unwrap();
         let target = String::from_utf8(found.stdout).unwrap();
+        assert!(
+            found.status.success() && !target.trim().is_empty(),
+            "`{tool}` is needed for this test and is not on PATH"
+        );
         std::os::unix::fs::symlink(target.trim(), bin.path().join(tool)).unwrap();
     }
     let cmd = format!("cp {} \"$AGENT_LEDGER_JUNIT\"", junit("all-pass"));

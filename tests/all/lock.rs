@@ -28,10 +28,18 @@ fn lock_records_every_file_and_the_in_toto_dir_hash() {
         .current_dir(d)
         .output()
         .unwrap();
-    assert_eq!(
-        lock["dir_hash"],
-        String::from_utf8(expected.stdout).unwrap().trim()
+    // The pipeline's status is `cut`'s: a missing find, sort, xargs or
+    // sha256sum shows on stderr or as something other than one digest.
+    let expected_hash = String::from_utf8(expected.stdout).unwrap();
+    assert!(
+        expected.stderr.is_empty()
+            && expected_hash.trim().len() == 64
+            && expected_hash.trim().bytes().all(|b| b.is_ascii_hexdigit()),
+        "the shell's dirHash did not run: {:?} {}",
+        expected_hash,
+        String::from_utf8_lossy(&expected.stderr)
     );
+    assert_eq!(lock["dir_hash"], expected_hash.trim());
     // The lock names the transcript it builds on.
     let transcript = std::fs::read(d.join(".agent-ledger/transcripts/run-001.json")).unwrap();
     assert_eq!(

@@ -366,7 +366,12 @@ fn a_repository_mid_merge_reconciles_by_its_paths() {
         .current_dir(p)
         .output()
         .unwrap();
-    assert!(!merge.status.success(), "the merge must conflict");
+    assert!(
+        !merge.status.success() && String::from_utf8_lossy(&merge.stdout).contains("CONFLICT"),
+        "the merge must conflict: {}{}",
+        String::from_utf8_lossy(&merge.stdout),
+        String::from_utf8_lossy(&merge.stderr)
+    );
     let out = a.reconcile(&["--format", "json"]);
     out.assert_code(1);
     assert_eq!(
@@ -393,6 +398,11 @@ fn check_runs_span_bijection_on_a_captured_trace() {
         .current_dir(a.path())
         .output()
         .unwrap();
+    assert!(
+        diff.status.success() && !diff.stdout.is_empty(),
+        "git diff gave no patch: {}",
+        String::from_utf8_lossy(&diff.stderr)
+    );
     std::fs::write(&patch, &diff.stdout).unwrap();
     git(a.path(), &["reset", "-q", "--hard"]);
     git(a.path(), &["clean", "-qfd"]);

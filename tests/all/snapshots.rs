@@ -148,7 +148,13 @@ fn check_incomplete() {
     let body = fixture("capture/truncated-hunk.diff");
     run(
         repo.path(),
-        &["capture", "--run", "run-004", "--body", body.to_str().unwrap()],
+        &[
+            "capture",
+            "--run",
+            "run-004",
+            "--body",
+            body.to_str().unwrap(),
+        ],
     )
     .assert_code(2);
     let out = check_human(&repo, "run-004");
