@@ -88,14 +88,15 @@ pub fn properties(config: &Config, present: Present) -> Vec<PropertyConfig> {
     }
     crate::plugins::BUILTINS
         .iter()
-        .filter(|(name, _)| match *name {
-            "span_bijection" => present.trace,
-            "tests_pass" => present.junit,
-            _ => true,
+        .filter(|b| {
+            b.needs.iter().all(|need| match need {
+                crate::plugins::Need::Trace => present.trace,
+                crate::plugins::Need::Junit => present.junit,
+            })
         })
-        .map(|(name, _)| PropertyConfig {
-            name: name.to_string(),
-            plugin: format!("builtin:{name}"),
+        .map(|b| PropertyConfig {
+            name: b.name.to_string(),
+            plugin: format!("builtin:{}", b.name),
             known_bad: None,
             config: BTreeMap::new(),
             fuel: None,
@@ -651,10 +652,8 @@ impl Trial<'_> {
 
     fn live_bytes(&self, spec: &str) -> Result<std::result::Result<Vec<u8>, String>> {
         if let Some(name) = spec.strip_prefix("builtin:") {
-            return Ok(crate::plugins::BUILTINS
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, b)| b.to_vec())
+            return Ok(crate::plugins::builtin(name)
+                .map(|b| b.component.to_vec())
                 .ok_or_else(|| format!("no built-in property `{name}`")));
         }
         let path = Path::new(spec);
