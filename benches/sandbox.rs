@@ -5,6 +5,9 @@
 use agent_ledger::sandbox::{Limits, Mounts, Sandbox, TrialInput};
 use criterion::{Criterion, criterion_group, criterion_main};
 
+#[path = "../tests/all/support/components.rs"]
+mod components;
+
 fn trial() -> TrialInput {
     TrialInput {
         run_id: "bench".into(),
@@ -19,7 +22,11 @@ fn bench_invocation(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(None).unwrap();
     let plugin = sandbox
-        .load(agent_ledger::plugins::TESTS_NOT_DELETED)
+        .load(
+            agent_ledger::plugins::builtin("tests_not_deleted")
+                .unwrap()
+                .component,
+        )
         .unwrap();
     let mounts = Mounts {
         patched: dir.path(),
@@ -49,7 +56,7 @@ fn bench_invocation(c: &mut Criterion) {
 }
 
 fn bench_start(c: &mut Criterion) {
-    let bytes = std::fs::read(agent_ledger::plugins::RETRY_ORACLE_PATH).unwrap();
+    let bytes = std::fs::read(components::component("retry_oracle")).unwrap();
     let cache = tempfile::tempdir().unwrap();
     // Fill the cache once.
     Sandbox::new(Some(cache.path().to_path_buf()))

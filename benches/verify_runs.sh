@@ -8,7 +8,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 repo=$work/demo
 cp -r "$root/fixtures/repos/demo/." "$repo/"
-cp "$target/wasm-plugins/wasm32-wasip2/release/retry_oracle.wasm" "$repo/oracles/"
+CARGO_TARGET_DIR=$target/wasm-test-plugins cargo build --release --locked --quiet --target wasm32-wasip2 \
+    -p retry_oracle --manifest-path "$root/plugins/Cargo.toml"
+cp "$target/wasm-test-plugins/wasm32-wasip2/release/retry_oracle.wasm" "$repo/oracles/"
 git -C "$repo" init -q
 git -C "$repo" add -A
 git -C "$repo" -c user.name=b -c user.email=b@x commit -q -m base

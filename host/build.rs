@@ -1,38 +1,48 @@
-//! Builds the property components in `plugins/` for `wasm32-wasip2` and
-//! generates `plugins.rs` in OUT_DIR: the built-in components embedded with
-//! `include_bytes!`, the paths of the test-only and example components, and a
-//! `foreach_plugin!` macro so that every component has a test that loads it
-//! (the pattern of wasmtime's `crates/test-programs/artifacts/build.rs`).
+//! Builds the built-in property components in `plugins/` for `wasm32-wasip2`
+//! and generates `plugins.rs` in OUT_DIR: `BUILTINS`, each built-in's name,
+//! component (embedded with `include_bytes!`) and the trial inputs it needs,
+//! in its default order (the pattern of wasmtime's
+//! `crates/test-programs/artifacts/build.rs`).
+//!
+//! Each crate says what it is in its own manifest, so the list of built-ins
+//! is written once:
+//!
+//! ```toml
+//! [package.metadata.agent-ledger]
+//! kind = "builtin"     # or "example", "test": built on demand by tests, never here
+//! order = 3            # built-ins only: position in the default property list
+//! needs = ["trace"]    # built-ins only: inputs without which it does not run by default
+//! ```
 
 use std::env;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// (crate name, what it is) for every component the workspace builds.
-const PLUGINS: &[(&str, Kind)] = &[
-    ("tests_not_deleted", Kind::Builtin),
-    ("assertions_not_weakened", Kind::Builtin),
-    ("span_bijection", Kind::Builtin),
-    ("tests_pass", Kind::Builtin),
-    ("retry_oracle", Kind::Example),
-    ("hostile", Kind::Test),
-    ("hostile_socket", Kind::Test),
-];
+use serde_json::Value;
 
-#[derive(PartialEq)]
-enum Kind {
-    Builtin,
-    Example,
-    Test,
+/// Trial inputs a built-in may need, and the `plugins::Need` each maps to.
+const NEEDS: &[(&str, &str)] = &[("trace", "Need::Trace"), ("junit", "Need::Junit")];
+
+struct Builtin {
+    name: String,
+    order: u64,
+    needs: Vec<&'static str>,
 }
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest_dir.parent().unwrap();
     let plugins = root.join("plugins");
-    println!("cargo:rerun-if-changed={}", plugins.display());
-    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    let manifest = plugins.join("Cargo.toml");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+
+    let metadata = metadata(&cargo, &manifest);
+    let packages = metadata["packages"]
+        .as_array()
+        .expect("`packages` in metadata");
+    let builtins = builtins(packages);
+    watch(root, packages, &builtins);
 
     // A separate target dir: the outer cargo holds locks on its own.
     let target_dir = match env::var_os("CARGO_TARGET_DIR") {
@@ -42,71 +52,183 @@ fn main() {
     .join("wasm-plugins");
     check_target_installed();
 
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
+    let mut cmd = guest_cargo(&cargo);
     cmd.arg("build")
         .arg("--release")
         .arg("--locked")
         .arg("--target=wasm32-wasip2")
-        .arg("--workspace")
         .arg("--manifest-path")
-        .arg(plugins.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target_dir)
-        // Flags and wrappers meant for the host build (clippy's driver,
-        // coverage or sanitizer flags) must not leak into the guest build.
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env_remove("RUSTC_WRAPPER")
-        .env_remove("CARGO_BUILD_RUSTFLAGS");
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &target_dir);
+    for b in &builtins {
+        cmd.arg("-p").arg(&b.name);
+    }
     let status = cmd.status().expect("failed to run cargo to build plugins");
     assert!(
         status.success(),
-        "building the property components in `plugins/` failed"
+        "building the built-in property components in `plugins/` failed"
     );
 
     let out = target_dir.join("wasm32-wasip2/release");
-    let mut generated = String::new();
-    let mut names = String::new();
-    for (name, kind) in PLUGINS {
-        let wasm = out.join(format!("{name}.wasm"));
+    let mut generated = String::from(
+        "/// The built-in properties, in their default order.\npub const BUILTINS: &[Builtin] = &[\n",
+    );
+    for b in &builtins {
+        let wasm = out.join(format!("{}.wasm", b.name));
         assert!(
             wasm.exists(),
             "component `{}` was not built",
             wasm.display()
         );
-        let upper = name.to_uppercase();
-        let path = wasm.display().to_string();
-        writeln!(generated, "/// Path of the built `{name}` component.").unwrap();
-        writeln!(generated, "pub const {upper}_PATH: &str = {path:?};").unwrap();
-        if *kind == Kind::Builtin {
-            writeln!(generated, "/// The `{name}` component, embedded.").unwrap();
-            writeln!(
-                generated,
-                "pub const {upper}: &[u8] = include_bytes!({path:?});"
-            )
-            .unwrap();
-        }
-        writeln!(names, "        $mac!({name}, {upper}_PATH);").unwrap();
+        writeln!(
+            generated,
+            "    Builtin {{ name: {:?}, component: include_bytes!({:?}), needs: &[{}] }},",
+            b.name,
+            wasm.display().to_string(),
+            b.needs.join(", ")
+        )
+        .unwrap();
     }
-    let builtins: Vec<String> = PLUGINS
-        .iter()
-        .filter(|(_, k)| *k == Kind::Builtin)
-        .map(|(n, _)| format!("({n:?}, {})", n.to_uppercase()))
-        .collect();
-    writeln!(
-        generated,
-        "/// Built-in properties by name, in their default order.\npub const BUILTINS: &[(&str, &[u8])] = &[{}];",
-        builtins.join(", ")
-    )
-    .unwrap();
-    writeln!(
-        generated,
-        "/// Calls `$mac!(name, NAME_PATH)` for every component the plugins workspace builds.\n#[macro_export]\nmacro_rules! foreach_plugin {{\n    ($mac:ident) => {{\n{names}    }};\n}}"
-    )
-    .unwrap();
+    generated.push_str("];\n");
     let dest = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("plugins.rs");
     std::fs::write(dest, generated).unwrap();
+}
+
+/// `cargo metadata` of the plugins workspace, members only.
+fn metadata(cargo: &std::ffi::OsStr, manifest: &Path) -> Value {
+    let out = guest_cargo(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .output()
+        .expect("failed to run cargo metadata on the plugins workspace");
+    assert!(
+        out.status.success(),
+        "cargo metadata on `{}` failed:\n{}",
+        manifest.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cargo metadata printed malformed JSON")
+}
+
+/// The built-ins, in their declared order. Every component crate (a
+/// `cdylib`) must say what it is, so none is silently left out.
+fn builtins(packages: &[Value]) -> Vec<Builtin> {
+    let mut builtins = Vec::new();
+    for p in packages {
+        let name = p["name"].as_str().expect("package name");
+        let cdylib = p["targets"].as_array().into_iter().flatten().any(|t| {
+            t["crate_types"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c == "cdylib"))
+        });
+        let meta = &p["metadata"]["agent-ledger"];
+        let kind = meta["kind"].as_str();
+        match (cdylib, kind) {
+            (false, None) | (true, Some("example" | "test")) => continue,
+            (true, Some("builtin")) => {}
+            (true, None) => panic!(
+                "plugin crate `{name}` does not say what it is: add `[package.metadata.agent-ledger] kind = \"builtin\" | \"example\" | \"test\"` to its Cargo.toml"
+            ),
+            (true, Some(other)) => panic!(
+                "plugin crate `{name}` has `kind = {other:?}`; a component crate is \"builtin\", \"example\" or \"test\""
+            ),
+            (false, Some(_)) => panic!(
+                "crate `{name}` declares a kind but is not a component (`crate-type = [\"cdylib\"]`)"
+            ),
+        }
+        let order = meta["order"].as_u64().unwrap_or_else(|| {
+            panic!("built-in `{name}` has no `order` (its position in the default property list)")
+        });
+        let needs = meta["needs"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|n| {
+                NEEDS
+                    .iter()
+                    .find(|(k, _)| Some(*k) == n.as_str())
+                    .map(|(_, v)| *v)
+                    .unwrap_or_else(|| {
+                        panic!("built-in `{name}` needs {n}; known inputs: `trace`, `junit`")
+                    })
+            })
+            .collect();
+        builtins.push(Builtin {
+            name: name.to_string(),
+            order,
+            needs,
+        });
+    }
+    builtins.sort_by_key(|b| b.order);
+    for w in builtins.windows(2) {
+        assert!(
+            w[0].order != w[1].order,
+            "built-ins `{}` and `{}` both have `order = {}`",
+            w[0].name,
+            w[1].name,
+            w[0].order
+        );
+    }
+    builtins
+}
+
+/// Reruns this script when a manifest changes (a crate may change its kind),
+/// or when a built-in's sources, a workspace crate it uses, or the WIT
+/// change; test and example crates never rebuild the host.
+fn watch(root: &Path, packages: &[Value], builtins: &[Builtin]) {
+    let plugins = root.join("plugins");
+    println!(
+        "cargo:rerun-if-changed={}",
+        plugins.join("Cargo.toml").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        plugins.join("Cargo.lock").display()
+    );
+    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    let dir = |p: &Value| {
+        Path::new(p["manifest_path"].as_str().expect("manifest path"))
+            .parent()
+            .expect("manifest dir")
+            .to_path_buf()
+    };
+    for p in packages {
+        println!(
+            "cargo:rerun-if-changed={}",
+            dir(p).join("Cargo.toml").display()
+        );
+    }
+    let mut todo: Vec<&str> = builtins.iter().map(|b| b.name.as_str()).collect();
+    let mut seen = Vec::new();
+    while let Some(name) = todo.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        let Some(p) = packages.iter().find(|p| p["name"] == name) else {
+            continue;
+        };
+        println!("cargo:rerun-if-changed={}", dir(p).join("src").display());
+        for d in p["dependencies"].as_array().into_iter().flatten() {
+            if d["path"].is_string() {
+                todo.push(d["name"].as_str().expect("dependency name"));
+            }
+        }
+    }
+}
+
+/// A cargo for the guest workspace: flags and wrappers meant for the host
+/// build (clippy's driver, coverage or sanitizer flags) must not leak in.
+fn guest_cargo(cargo: &std::ffi::OsStr) -> Command {
+    let mut cmd = Command::new(cargo);
+    cmd.env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("CARGO_BUILD_RUSTFLAGS");
+    cmd
 }
 
 /// The guest target must be installed; rustup does not fetch it on demand

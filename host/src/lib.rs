@@ -32,7 +32,35 @@ pub mod sign;
 pub mod trace;
 pub mod verify;
 
-/// The property components built from `plugins/` by `build.rs`.
+/// The built-in properties: components built from `plugins/` by `build.rs`
+/// (each crate declares itself in `[package.metadata.agent-ledger]`) and
+/// embedded in the binary.
 pub mod plugins {
+    /// A trial input a built-in needs: without it, the built-in is left out
+    /// of the default property list.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Need {
+        /// The agent's tool-call trace (`capture --trace`).
+        Trace,
+        /// A JUnit test report (`check --junit` or `--test-cmd`).
+        Junit,
+    }
+
+    /// One built-in property.
+    #[derive(Debug)]
+    pub struct Builtin {
+        /// Its name, as in `builtin:NAME`.
+        pub name: &'static str,
+        /// The component's bytes.
+        pub component: &'static [u8],
+        /// What the trial must have for it to run by default.
+        pub needs: &'static [Need],
+    }
+
     include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+
+    /// The built-in named `name`.
+    pub fn builtin(name: &str) -> Option<&'static Builtin> {
+        BUILTINS.iter().find(|b| b.name == name)
+    }
 }

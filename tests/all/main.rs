@@ -5,6 +5,7 @@ mod classify;
 mod cli;
 mod flake;
 mod lock;
+mod readme;
 mod reconcile;
 mod replay;
 mod resolve;

@@ -33,9 +33,7 @@ fn a_good_patch_is_review_with_every_property_holding() {
     );
     assert_eq!(
         outcome(&props, "retry_oracle")["plugin_sha256"],
-        agent_ledger::digest::sha256_hex(
-            &std::fs::read(agent_ledger::plugins::RETRY_ORACLE_PATH).unwrap()
-        )
+        agent_ledger::digest::sha256_hex(&std::fs::read(component("retry_oracle")).unwrap())
     );
     // The lock was taken from the base tree and names its revision.
     let lock: serde_json::Value = serde_json::from_slice(

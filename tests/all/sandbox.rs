@@ -2,18 +2,18 @@
 //! host alive, the repository unchanged, and the trial not `review`.
 
 use crate::support::*;
-use agent_ledger::plugins;
+use std::path::Path;
 
 /// Runs `check` with the hostile plugin in `mode`, returns its result.
 fn hostile(mode: &str, extra: &str) -> (DemoRepo, serde_json::Value) {
-    hostile_with(plugins::HOSTILE_PATH, mode, extra, |_| {})
+    hostile_with(&component("hostile"), mode, extra, |_| {})
 }
 
 fn hostile_with(
-    plugin: &str,
+    plugin: &Path,
     mode: &str,
     extra: &str,
-    edit: impl FnOnce(&std::path::Path),
+    edit: impl FnOnce(&Path),
 ) -> (DemoRepo, serde_json::Value) {
     let repo = DemoRepo::with(edit);
     repo.capture("r", "good");
@@ -81,7 +81,7 @@ fn a_symlink_in_the_tree_that_points_out_is_not_followed() {
     let absolute = secret.to_str().unwrap().to_string();
     let relative = format!("../../../../../../../..{absolute}");
     for target in [absolute, relative] {
-        let (_, p) = hostile_with(plugins::HOSTILE_PATH, "read-symlink", "", |root| {
+        let (_, p) = hostile_with(&component("hostile"), "read-symlink", "", |root| {
             std::os::unix::fs::symlink(&target, root.join("escape")).unwrap();
             // On the host the link does reach the file.
             assert_eq!(
@@ -96,7 +96,7 @@ fn a_symlink_in_the_tree_that_points_out_is_not_followed() {
 
 #[test]
 fn a_socket_import_is_refused_when_the_plugin_loads() {
-    let (_, p) = hostile_with(plugins::HOSTILE_SOCKET_PATH, "", "", |_| {});
+    let (_, p) = hostile_with(&component("hostile_socket"), "", "", |_| {});
     assert_error(&p, "wasi:sockets/");
     assert!(
         p["error"]
@@ -197,31 +197,74 @@ fn a_core_module_or_garbage_is_refused() {
     let dir = tempdir();
     let fake = dir.path().join("fake.wasm");
     write(&fake, b"\0asm\x01\0\0\0");
-    let (_, p) = hostile_with(fake.to_str().unwrap(), "", "", |_| {});
+    let (_, p) = hostile_with(&fake, "", "", |_| {});
     assert_error(&p, "not a WebAssembly component");
 }
 
-/// One test per component the plugins workspace builds: it loads (compiles,
-/// passes the import audit, describes itself by its crate name), except the
-/// socket plugin, which the audit refuses.
-macro_rules! plugin_loads {
-    ($name:ident, $path:ident) => {
-        #[test]
-        fn $name() {
-            let sandbox = agent_ledger::sandbox::Sandbox::new(None).unwrap();
-            let bytes = std::fs::read(agent_ledger::plugins::$path).unwrap();
-            match sandbox.load(&bytes) {
-                Ok(p) => assert_eq!(p.name, stringify!($name)),
-                Err(r) => assert!(
-                    stringify!($name) == "hostile_socket" && r.0.contains("wasi:sockets/"),
-                    "{}",
-                    r.0
-                ),
-            }
+/// Every built-in loads: it compiles, passes the import audit and describes
+/// itself by its crate name.
+#[test]
+fn every_builtin_loads() {
+    let sandbox = agent_ledger::sandbox::Sandbox::new(None).unwrap();
+    for b in agent_ledger::plugins::BUILTINS {
+        match sandbox.load(b.component) {
+            Ok(p) => assert_eq!(p.name, b.name),
+            Err(r) => panic!("built-in `{}` does not load: {}", b.name, r.0),
         }
-    };
+    }
 }
 
-mod each_plugin {
-    agent_ledger::foreach_plugin!(plugin_loads);
+/// Every test-only and example crate of the plugins workspace, as its
+/// manifest declares it, loads too, except the socket plugin, which the
+/// audit refuses.
+#[test]
+fn every_test_and_example_component_loads() {
+    let names = test_and_example_crates();
+    assert!(names.contains(&"hostile_socket".to_string()), "{names:?}");
+    let sandbox = agent_ledger::sandbox::Sandbox::new(None).unwrap();
+    for name in names {
+        let bytes = std::fs::read(component(&name)).unwrap();
+        match sandbox.load(&bytes) {
+            Ok(p) => assert_eq!(p.name, name),
+            Err(r) => assert!(
+                name == "hostile_socket" && r.0.contains("wasi:sockets/"),
+                "`{name}` does not load: {}",
+                r.0
+            ),
+        }
+    }
+}
+
+/// The plugins workspace's crates whose `[package.metadata.agent-ledger]`
+/// kind is `test` or `example`.
+fn test_and_example_crates() -> Vec<String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/Cargo.toml");
+    let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["metadata"]["agent-ledger"]["kind"]
+                .as_str()
+                .is_some_and(|k| k == "test" || k == "example")
+        })
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect()
 }

@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod components;
+pub use components::component;
+
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
 }
@@ -143,7 +146,7 @@ impl DemoRepo {
         let root = dir.path();
         copy_dir(&fixture("repos/demo"), root);
         std::fs::copy(
-            agent_ledger::plugins::RETRY_ORACLE_PATH,
+            component("retry_oracle"),
             root.join("oracles/retry_oracle.wasm"),
         )
         .unwrap();

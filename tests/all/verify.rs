@@ -181,9 +181,8 @@ fn a_flipped_byte_in_each_record() {
 #[test]
 fn a_flipped_byte_in_a_stored_plugin() {
     mutation("good", "plugin of `retry_oracle`", |a| {
-        let sha = agent_ledger::digest::sha256_hex(
-            &std::fs::read(agent_ledger::plugins::RETRY_ORACLE_PATH).unwrap(),
-        );
+        let sha =
+            agent_ledger::digest::sha256_hex(&std::fs::read(component("retry_oracle")).unwrap());
         flip(&a.ledger().join("objects").join(sha), 5000);
     });
 }

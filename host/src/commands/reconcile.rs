@@ -40,8 +40,8 @@ impl ReconcileArgs {
         )?;
         let root = &resolved.root;
         // No trace file means the agent never called the adapter: no spans.
-        let bytes = crate::input::read_optional(&self.trace, crate::input::TRACE_CAP)?
-            .unwrap_or_default();
+        let bytes =
+            crate::input::read_optional(&self.trace, crate::input::TRACE_CAP)?.unwrap_or_default();
         let spans = crate::trace::parse(&self.trace, &bytes)?;
         if relative_to(root, resolved.ledger.root()).is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(Error::Usage(format!(

@@ -315,8 +315,7 @@ fn anthropic_other_stop_reason_is_provider_unfinished() {
 
 #[test]
 fn anthropic_error_payload_is_provider_error() {
-    let body =
-        br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let body = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     let out = extract(BodyFormat::Anthropic, body);
     assert_eq!(codes(&out), [code::PROVIDER_ERROR]);
     assert_eq!(message(&out), "the provider returned an error: Overloaded");

@@ -60,12 +60,10 @@ impl Session<'_, '_> {
 
     fn live(&self, spec: &str) -> Result<Fetched> {
         if let Some(name) = spec.strip_prefix("builtin:") {
-            return Ok(
-                match crate::plugins::BUILTINS.iter().find(|(n, _)| *n == name) {
-                    Some((_, bytes)) => Fetched::Found(bytes.to_vec()),
-                    None => Fetched::Unavailable(format!("no built-in property `{name}`")),
-                },
-            );
+            return Ok(match crate::plugins::builtin(name) {
+                Some(b) => Fetched::Found(b.component.to_vec()),
+                None => Fetched::Unavailable(format!("no built-in property `{name}`")),
+            });
         }
         let repo = self.spec.repo;
         let path = Path::new(spec);

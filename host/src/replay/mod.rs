@@ -118,23 +118,24 @@ pub struct Present {
     pub junit: bool,
 }
 
-/// The properties that run: the configured ones, or the built-ins
-/// (`span_bijection` only when the trial has a trace, `tests_pass` only when
-/// it has a test report).
+/// The properties that run: the configured ones, or the built-ins whose
+/// needed inputs the trial has (`span_bijection` needs a trace, `tests_pass`
+/// a test report; each built-in declares this in its own Cargo.toml).
 pub fn properties(config: &Config, present: Present) -> Vec<PropertyConfig> {
     if !config.properties.is_empty() {
         return config.properties.clone();
     }
     crate::plugins::BUILTINS
         .iter()
-        .filter(|(name, _)| match *name {
-            "span_bijection" => present.trace,
-            "tests_pass" => present.junit,
-            _ => true,
+        .filter(|b| {
+            b.needs.iter().all(|need| match need {
+                crate::plugins::Need::Trace => present.trace,
+                crate::plugins::Need::Junit => present.junit,
+            })
         })
-        .map(|(name, _)| PropertyConfig {
-            name: name.to_string(),
-            plugin: format!("builtin:{name}"),
+        .map(|b| PropertyConfig {
+            name: b.name.to_string(),
+            plugin: format!("builtin:{}", b.name),
             known_bad: None,
             config: BTreeMap::new(),
             fuel: None,
