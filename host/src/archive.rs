@@ -132,8 +132,22 @@ pub fn unpack(archive: &Path, dir: &Path) -> Result<(Manifest, Vec<String>)> {
                 format!("entry `{shown}` is not a plain relative path"),
             ));
         }
+        let cap = crate::input::OBJECT_CAP;
+        if entry.header().size().map_or(true, |n| n > cap) {
+            return Err(Error::data(
+                archive,
+                format!("entry `{shown}` is larger than the {cap}-byte cap"),
+            ));
+        }
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut entry, &mut bytes).map_err(|e| Error::read(archive, e))?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut entry, cap + 1), &mut bytes)
+            .map_err(|e| Error::read(archive, e))?;
+        if bytes.len() as u64 > cap {
+            return Err(Error::data(
+                archive,
+                format!("entry `{shown}` is larger than the {cap}-byte cap"),
+            ));
+        }
         let dest = dir.join(&name);
         if seen.insert(shown.clone(), sha256_hex(&bytes)).is_some() {
             return Err(Error::data(

@@ -134,7 +134,16 @@ pub fn read_stored(record_path: &std::path::Path, stored: &StoredFile) -> Result
     }
     let dir = record_path.parent().unwrap_or(std::path::Path::new("."));
     let path = dir.join(&stored.file);
-    let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
+    if stored.bytes > crate::input::BODY_CAP {
+        return Err(Error::data(
+            record_path,
+            format!(
+                "stored file `{}` is recorded as {} bytes, past the cap",
+                stored.file, stored.bytes
+            ),
+        ));
+    }
+    let bytes = crate::input::read_file(&path, crate::input::BODY_CAP)?;
     let actual = sha256_hex(&bytes);
     if actual != stored.sha256 || bytes.len() as u64 != stored.bytes {
         return Err(Error::data(

@@ -81,13 +81,12 @@ impl FreezeFile {
 
     /// Reads the file; a file that does not exist is an empty freeze.
     pub fn load(path: &Path) -> Result<FreezeFile> {
-        match std::fs::read(path) {
-            Ok(bytes) => Self::parse(&bytes, path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FreezeFile {
+        match crate::input::read_optional(path, crate::input::CONFIG_CAP)? {
+            Some(bytes) => Self::parse(&bytes, path),
+            None => Ok(FreezeFile {
                 schema: SCHEMA,
                 rows: Vec::new(),
             }),
-            Err(e) => Err(Error::read(path, e)),
         }
     }
 

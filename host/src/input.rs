@@ -16,6 +16,14 @@ pub const BODY_CAP: u64 = 256 << 20;
 pub const REPORT_CAP: u64 = 64 << 20;
 /// A tool-call trace.
 pub const TRACE_CAP: u64 = 256 << 20;
+/// A record (transcript receipt, lock, property record, verdict, signature)
+/// and an archive's manifest.
+pub const RECORD_CAP: u64 = 64 << 20;
+/// A plugin component, a known-bad patch, or any object in the ledger's
+/// store, and each entry of an archive.
+pub const OBJECT_CAP: u64 = 256 << 20;
+/// A key file.
+pub const KEY_CAP: u64 = 64 << 10;
 
 /// Reads a regular file of at most `cap` bytes.
 pub fn read_file(path: &Path, cap: u64) -> Result<Vec<u8>> {

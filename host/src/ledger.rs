@@ -139,15 +139,14 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 pub fn store_object(ledger: &Ledger, bytes: &[u8]) -> Result<String> {
     let sha = sha256_hex(bytes);
     let path = ledger.objects().join(&sha);
-    match fs::read(&path) {
-        Ok(existing) if sha256_hex(&existing) == sha => Ok(sha),
+    match crate::input::read_optional(&path, crate::input::OBJECT_CAP)? {
+        Some(existing) if sha256_hex(&existing) == sha => Ok(sha),
         // A corrupt object is never trusted, and never silently replaced.
-        Ok(_) => Err(Error::data(
+        Some(_) => Err(Error::data(
             &path,
             "stored object does not hash to its name",
         )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => write_new(&path, bytes).map(|()| sha),
-        Err(e) => Err(Error::read(&path, e)),
+        None => write_new(&path, bytes).map(|()| sha),
     }
 }
 
@@ -166,15 +165,19 @@ pub fn read_object(objects: &Path, sha: &str) -> Result<Fetched> {
         return Ok(Fetched::Unavailable(format!("`{sha}` is not a sha256")));
     }
     let path = objects.join(sha);
-    Ok(match fs::read(&path) {
-        Ok(bytes) if sha256_hex(&bytes) == sha => Fetched::Found(bytes),
-        Ok(bytes) => Fetched::Unavailable(format!(
-            "`{}` has sha256 {}, not its name",
-            path.display(),
-            sha256_hex(&bytes)
-        )),
-        Err(e) => Fetched::Unavailable(format!("`{}` is not in the ledger: {e}", path.display())),
-    })
+    Ok(
+        match crate::input::read_file(&path, crate::input::OBJECT_CAP) {
+            Ok(bytes) if sha256_hex(&bytes) == sha => Fetched::Found(bytes),
+            Ok(bytes) => Fetched::Unavailable(format!(
+                "`{}` has sha256 {}, not its name",
+                path.display(),
+                sha256_hex(&bytes)
+            )),
+            Err(e) => {
+                Fetched::Unavailable(format!("`{}` is not in the ledger: {e}", path.display()))
+            }
+        },
+    )
 }
 
 /// Serialises a record the one way records are written: pretty JSON with a
@@ -201,17 +204,16 @@ pub fn write_or_match<T: Record>(path: &Path, record: &T, what: &str) -> Result<
 
 /// [`write_or_match`] for bytes that are not a record (a stored report).
 pub fn write_bytes_or_match(path: &Path, bytes: &[u8], what: &str) -> Result<String> {
-    match fs::read(path) {
-        Ok(existing) if existing == bytes => Ok(sha256_hex(bytes)),
-        Ok(_) => Err(Error::Exists {
+    match crate::input::read_optional(path, crate::input::OBJECT_CAP)? {
+        Some(existing) if existing == bytes => Ok(sha256_hex(bytes)),
+        Some(_) => Err(Error::Exists {
             path: path.to_path_buf(),
             hint: format!("the {what} on file differs from the one derived now; {RETRY_HINT}"),
         }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        None => {
             write_new(path, bytes)?;
             Ok(sha256_hex(bytes))
         }
-        Err(e) => Err(Error::read(path, e)),
     }
 }
 
@@ -225,16 +227,15 @@ pub struct Loaded<T> {
 
 /// Reads a record, or `None` when the file does not exist.
 pub fn read_optional<T: Record>(path: &Path) -> Result<Option<Loaded<T>>> {
-    match fs::read(path) {
-        Ok(bytes) => parse_record(path, &bytes).map(Some),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::read(path, e)),
+    match crate::input::read_optional(path, crate::input::RECORD_CAP)? {
+        Some(bytes) => parse_record(path, &bytes).map(Some),
+        None => Ok(None),
     }
 }
 
 /// Reads a record that must exist.
 pub fn read_required<T: Record>(path: &Path) -> Result<Loaded<T>> {
-    let bytes = fs::read(path).map_err(|e| Error::read(path, e))?;
+    let bytes = crate::input::read_file(path, crate::input::RECORD_CAP)?;
     parse_record(path, &bytes)
 }
 

@@ -28,6 +28,7 @@ pub mod record;
 pub mod replay;
 pub mod resolve;
 pub mod sandbox;
+pub mod scratch;
 pub mod sign;
 pub mod trace;
 pub mod verify;

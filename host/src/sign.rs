@@ -79,7 +79,7 @@ pub fn keygen(secret: &Path, public: &Path) -> Result<String> {
 }
 
 fn read_key(path: &Path, kind: &str) -> Result<[u8; 32]> {
-    let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+    let bytes = crate::input::read_file(path, crate::input::KEY_CAP)?;
     let file: KeyFile = serde_json::from_slice(&bytes)
         .map_err(|e| Error::data(path, format!("not a key file: {e}")))?;
     if file.schema != 1 {

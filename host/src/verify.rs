@@ -259,7 +259,7 @@ impl<'a> Verifier<'a> {
         state: &mut String,
     ) {
         let path = self.ledger.signature(run);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match crate::input::read_file(&path, crate::input::RECORD_CAP) {
             Ok(b) => b,
             Err(_) => {
                 if self.require_signatures {
@@ -355,7 +355,7 @@ impl<'a> Verifier<'a> {
             },
             &trees,
         )?;
-        let stored = std::fs::read(&props.path).map_err(|e| Error::read(&props.path, e))?;
+        let stored = crate::input::read_file(&props.path, crate::input::RECORD_CAP)?;
         if ledger::to_bytes(&again.record) != stored {
             return Err(Error::data(
                 &props.path,

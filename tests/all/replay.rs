@@ -389,3 +389,26 @@ fn a_corrupt_cache_entry_is_recompiled_not_trusted() {
         }
     }
 }
+
+#[test]
+fn a_property_cannot_tell_its_self_test_from_the_trial() {
+    // `two_faced` misses only when /inputs disagrees with the patch it is
+    // handed; the self-test must give it its own consistent /inputs, so it
+    // holds there too and is vacuous, never a pass for a good patch.
+    let plugin = component("two_faced");
+    let repo = DemoRepo::with(|root| {
+        std::fs::copy(&plugin, root.join("oracles/two_faced.wasm")).unwrap();
+        let path = root.join("agent-ledger.toml");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(
+            "\n[[property]]\nname = \"two_faced\"\nplugin = \"oracles/two_faced.wasm\"\nknown_bad = \"oracles/known-bad/deletes-test.diff\"\n",
+        );
+        std::fs::write(&path, text).unwrap();
+    });
+    repo.capture("r", "good");
+    let out = repo.check("r", &[]);
+    out.assert_code(4);
+    let record = repo.properties("r");
+    let p = outcome(&record, "two_faced");
+    assert_eq!(p["outcome"], "vacuous", "{p:#}");
+}

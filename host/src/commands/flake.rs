@@ -194,7 +194,7 @@ fn report_run(ledger: &Ledger, sha: &str) -> Result<Option<String>> {
         let path = entry.map_err(|e| Error::read(&dir, e))?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if let Some(run) = name.strip_suffix(".junit.xml") {
-            let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
+            let bytes = crate::input::read_file(&path, crate::input::REPORT_CAP)?;
             if sha256_hex(&bytes) == sha {
                 return Ok(Some(run.to_string()));
             }

@@ -68,13 +68,12 @@ impl VerifyArgs {
         let mut archive_problems = Vec::new();
         let (ledger, listed) = match &self.archive {
             Some(archive) => {
-                unpacked = tempfile::Builder::new()
-                    .prefix("agent-ledger-verify-")
-                    .tempdir()
-                    .map_err(|e| Error::write(&std::env::temp_dir(), e))?;
-                let (manifest, problems) = crate::archive::unpack(archive, unpacked.path())?;
+                unpacked = crate::scratch::make("agent-ledger-verify-")?;
+                // Beside the scratch dir's lock, never over it.
+                let dir = unpacked.path().join("ledger");
+                let (manifest, problems) = crate::archive::unpack(archive, &dir)?;
                 archive_problems = problems;
-                (Ledger::new(unpacked.path()), Some(manifest.runs))
+                (Ledger::new(dir), Some(manifest.runs))
             }
             None => {
                 let root = resolved.ledger.root();

@@ -432,12 +432,13 @@ impl<'a> Parser<'a> {
                     )
                 })?;
             }
-            let mut inflated = Vec::new();
-            let ok = flate2::read::ZlibDecoder::new(&data[..])
-                .take(size + 1)
-                .read_to_end(&mut inflated)
-                .is_ok();
-            if !ok || inflated.len() as u64 != size {
+            // Counted, never kept: a small literal that declares 50 MB must
+            // not make capture hold 50 MB.
+            let inflated = std::io::copy(
+                &mut flate2::read::ZlibDecoder::new(&data[..]).take(size.saturating_add(1)),
+                &mut std::io::sink(),
+            );
+            if !matches!(inflated, Ok(n) if n == size) {
                 return Err(Reason::new(
                     code::BINARY_TRUNCATED,
                     format!(

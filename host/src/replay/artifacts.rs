@@ -73,10 +73,12 @@ impl Session<'_, '_> {
                     "`{spec}` is inside the repository; name it relative to the repository so it is read from the base revision"
                 )));
             }
-            return Ok(match std::fs::read(path) {
-                Ok(bytes) => Fetched::Found(bytes),
-                Err(e) => Fetched::Unavailable(format!("cannot read `{spec}`: {e}")),
-            });
+            return Ok(
+                match crate::input::read_file(path, crate::input::OBJECT_CAP) {
+                    Ok(bytes) => Fetched::Found(bytes),
+                    Err(e) => Fetched::Unavailable(format!("cannot read `{spec}`: {e}")),
+                },
+            );
         }
         Ok(match repo.read_at(self.spec.base, spec)? {
             Some(bytes) => Fetched::Found(bytes),

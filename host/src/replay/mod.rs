@@ -88,7 +88,7 @@ pub struct Replayed {
 /// it, shared by the lock (taken from the base tree) and the replay. The
 /// directory is removed when this is dropped, also on error.
 pub struct TrialTrees {
-    pub tmp: tempfile::TempDir,
+    pub tmp: crate::scratch::ScratchDir,
     pub base: Checkout,
 }
 
@@ -100,11 +100,9 @@ impl TrialTrees {
     }
 }
 
-pub(crate) fn tempdir() -> Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("agent-ledger-trial-")
-        .tempdir()
-        .map_err(|e| Error::write(&std::env::temp_dir(), e))
+/// A trial's temporary directory (stale ones of killed runs are swept).
+pub(crate) fn tempdir() -> Result<crate::scratch::ScratchDir> {
+    crate::scratch::make("agent-ledger-trial-")
 }
 
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {

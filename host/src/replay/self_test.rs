@@ -8,7 +8,7 @@ use crate::exit::{Error, Result};
 use crate::git::{Applied, Checkout};
 use crate::record::Outcome;
 use crate::sandbox::{Limits, Mounts, Plugin, TrialInput};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub(super) enum SelfTest {
     Missed,
@@ -28,6 +28,28 @@ pub(super) struct Scene<'a> {
 }
 
 impl Session<'_, '_> {
+    /// The self-test's own `/inputs`: the trial's, with `patch.diff` the
+    /// known-bad patch and `transcript.json` a view whose `body` names it, so
+    /// a plugin comparing its inputs with the patch it is handed cannot tell
+    /// the self-test from the trial.
+    fn inputs_for(&self, known_bad: &[u8], trial_inputs: &Path, dir: &Path) -> Result<PathBuf> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        for entry in std::fs::read_dir(trial_inputs).map_err(|e| Error::read(trial_inputs, e))? {
+            let entry = entry.map_err(|e| Error::read(trial_inputs, e))?;
+            let to = dir.join(entry.file_name());
+            std::fs::copy(entry.path(), &to).map_err(|e| Error::write(&to, e))?;
+        }
+        write_file(&dir.join("patch.diff"), known_bad)?;
+        let mut view = self.spec.transcript.record.clone();
+        view.body.sha256 = crate::digest::sha256_hex(known_bad);
+        view.body.bytes = known_bad.len() as u64;
+        write_file(
+            &dir.join("transcript.json"),
+            &crate::ledger::to_bytes(&view),
+        )?;
+        Ok(dir.to_path_buf())
+    }
+
     pub(super) fn self_test(
         &self,
         plugin: &Plugin,
@@ -49,10 +71,11 @@ impl Session<'_, '_> {
             )));
         }
         let changes = changes_of(&co, spec.base)?;
+        let inputs = self.inputs_for(known_bad, scene.mounts.inputs, &scratch.join("inputs"))?;
         let kb_mounts = Mounts {
             patched: &co.tree,
             base: scene.mounts.base,
-            inputs: scene.mounts.inputs,
+            inputs: &inputs,
         };
         let trial = TrialInput {
             run_id: spec.run.to_string(),

@@ -1,0 +1,64 @@
+//! Temporary trees of killed runs are swept; temp files in the ledger are
+//! never records.
+
+use crate::support::*;
+
+#[test]
+fn a_killed_checks_trial_directory_is_removed_by_the_next_run() {
+    let tmp = tempdir();
+    // What a `check` killed with SIGKILL leaves: its tree and an unlocked
+    // lock file (the kernel released the lock with the process).
+    let stale = tmp.path().join("agent-ledger-trial-killed");
+    write(&stale.join("patched/src/retry.py"), "x");
+    write(&stale.join("owner.lock"), "");
+    // A live run's directory: its lock is held.
+    let live = tmp.path().join("agent-ledger-trial-live");
+    write(&live.join("owner.lock"), "");
+    let held = std::fs::File::open(live.join("owner.lock")).unwrap();
+    held.lock().unwrap();
+    let repo = DemoRepo::new();
+    repo.capture("r", "good");
+    let cache = cache_dir();
+    let out = command(repo.path())
+        .args(["check", "--run", "r", "--base", &repo.base])
+        .args(["--cache-dir", cache.to_str().unwrap()])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stale.exists(), "the killed run's tree is still there");
+    assert!(live.exists(), "a live run's tree was removed");
+    // The check cleaned up after itself too.
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["agent-ledger-trial-live".to_string()]);
+}
+
+#[test]
+fn a_leftover_temp_file_in_the_ledger_is_never_read_as_a_record() {
+    let dir = tempdir();
+    capture_complete(dir.path(), "r");
+    let transcripts = dir.path().join(".agent-ledger/transcripts");
+    // A writer killed before its rename leaves `.tmp-*` beside the records.
+    std::fs::copy(transcripts.join("r.json"), transcripts.join(".tmp-x.json")).unwrap();
+    std::fs::remove_file(transcripts.join("r.json")).unwrap();
+    let out = run(dir.path(), &["classify", "--run", "r"]);
+    out.assert_code(2);
+    assert!(out.stdout.contains("transcript_missing"), "{}", out.stdout);
+    let out = run(dir.path(), &["verify", "--format", "json"]);
+    let runs: Vec<String> = out.json()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!runs.iter().any(|r| r.contains("tmp")), "{runs:?}");
+}
