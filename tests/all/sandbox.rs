@@ -122,8 +122,18 @@ fn an_infinite_loop_exhausts_its_fuel() {
 
 #[test]
 fn sleeping_does_not_stall_the_host() {
-    // Virtual time: each sleep returns at once, so the loop burns fuel.
-    let (_, p) = hostile("sleep-loop", "fuel = 50000000");
+    // Virtual time: an hour's sleep returns at once (and the clock moved an
+    // hour), long before the wall-clock backstop; a real sleep would end in
+    // the backstop. One call, so a loaded machine cannot make this flaky.
+    let (_, p) = hostile("sleep-hour", "timeout_ms = 60000");
+    assert_error(&p, "slept 3600 s of virtual time");
+}
+
+#[test]
+fn a_sleeping_loop_still_burns_fuel() {
+    // Each sleep returns at once, so the loop exhausts its fuel (under a
+    // backstop generous enough for a loaded machine).
+    let (_, p) = hostile("sleep-loop", "fuel = 5000000\ntimeout_ms = 600000");
     assert_error(&p, "fuel budget");
 }
 

@@ -81,6 +81,14 @@ impl Guest for Hostile {
             "loop" => loop {
                 black_box(0);
             },
+            "sleep-hour" => {
+                let start = std::time::Instant::now();
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+                Err(format!(
+                    "slept {} s of virtual time",
+                    start.elapsed().as_secs()
+                ))
+            }
             "sleep-loop" => loop {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             },
