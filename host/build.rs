@@ -33,6 +33,11 @@ fn main() {
     let plugins = root.join("plugins");
     println!("cargo:rerun-if-changed={}", plugins.display());
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    // Shared with the host, and built into `span_bijection`.
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("crates/trace").display()
+    );
 
     // A separate target dir: the outer cargo holds locks on its own.
     let target_dir = match env::var_os("CARGO_TARGET_DIR") {
