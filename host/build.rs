@@ -212,7 +212,10 @@ fn watch(root: &Path, packages: &[Value], builtins: &[Builtin]) {
         };
         println!("cargo:rerun-if-changed={}", dir(p).join("src").display());
         for d in p["dependencies"].as_array().into_iter().flatten() {
-            if d["path"].is_string() {
+            if let Some(path) = d["path"].as_str() {
+                // A path dependency outside the plugins workspace (the shared
+                // `crates/trace`) is not in `packages`: watch it directly.
+                println!("cargo:rerun-if-changed={path}");
                 todo.push(d["name"].as_str().expect("dependency name"));
             }
         }

@@ -11,6 +11,14 @@ pub fn now() -> OffsetDateTime {
     t.replace_nanosecond(0).unwrap_or(t)
 }
 
+/// The current instant as trace lines record it: RFC 3339 UTC with the
+/// clock's full precision, so the spans of quick tool calls stay apart.
+pub fn timestamp() -> String {
+    OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_default()
+}
+
 /// Parses an RFC 3339 date-time or a bare date (its start, UTC).
 pub fn parse_time(s: &str) -> std::result::Result<OffsetDateTime, String> {
     if let Ok(t) = OffsetDateTime::parse(s, &Rfc3339) {

@@ -1,6 +1,8 @@
 //! Reconciling a tool-call trace with the working tree: every changed path
 //! must be owned by a closed write/delete span, every such span's path must
-//! have changed, and the bytes on disk must be what the span says.
+//! have changed, and the bytes on disk must be what the span says. The rules
+//! are `agent_ledger_trace::judge` (shared with the `span_bijection` guest);
+//! this module reads the delta and the files and reports for people.
 //!
 //! The delta is what `git status --porcelain=v2 -z -uall` reports: staged and
 //! unstaged changes against HEAD, untracked files included, ignored files
@@ -9,9 +11,9 @@
 
 use crate::digest::sha256_file;
 use crate::exit::{Error, Result};
-use crate::trace::{Op, Span, Status};
+use crate::trace::Span;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -138,15 +140,6 @@ pub struct Report {
 /// Judges spans against the working tree. `exclude` are paths never counted
 /// as changed (the trace file itself, the ledger).
 pub fn reconcile(repo: &Path, spans: &[Span], exclude: &[Vec<u8>]) -> Result<Report> {
-    let mut report = Report::default();
-    for s in spans.iter().filter(|s| s.close.is_none()) {
-        report.open.push(OpenSpan {
-            span: s.id.clone(),
-            op: format!("{:?}", s.op).to_lowercase(),
-            path: display_path(&s.path),
-            line: s.open_line,
-        });
-    }
     let excluded = |p: &[u8]| {
         exclude
             .iter()
@@ -156,50 +149,42 @@ pub fn reconcile(repo: &Path, spans: &[Span], exclude: &[Vec<u8>]) -> Result<Rep
         .into_iter()
         .filter(|p| !excluded(p))
         .collect();
-    report.changed = delta.len();
-    // The last closed mutating span of each path judges it.
-    let mut last: BTreeMap<&[u8], &Span> = BTreeMap::new();
-    for s in spans {
-        let closed = s.close.as_ref().is_some_and(|c| c.status == Status::Closed);
-        if closed && matches!(s.op, Op::Write | Op::Delete) {
-            last.insert(&s.path, s);
-            report.mutating_spans += 1;
-        }
-    }
-    for path in &delta {
-        if !last.contains_key(path.as_slice()) {
-            report.ghosts.push(display_path(path));
-        }
-    }
-    let mut owned = Vec::new();
-    for (path, span) in &last {
-        if delta.contains(*path) {
-            owned.push((*path, *span));
-        } else {
-            report.phantoms.push(display_path(path));
-        }
-    }
+    let judged = agent_ledger_trace::judge(spans, &delta);
     // Hash the owned paths in parallel: on a large delta this is the cost
     // reconcile adds to `git status`.
-    let judged: Vec<Option<HashMiss>> = owned
+    let misses: Vec<Option<HashMiss>> = judged
+        .owned
         .par_iter()
-        .map(|(path, span)| {
-            let close = span.close.as_ref().expect("closed spans only");
-            let expected = match span.op {
-                Op::Delete => None,
-                _ => close.after.clone(),
-            };
-            let actual = hash_at(repo, path)?;
-            Ok((actual != expected).then(|| HashMiss {
-                path: display_path(path),
-                span: span.id.clone(),
-                expected,
-                actual,
+        .map(|owned| {
+            Ok(owned.check(hash_at(repo, owned.path)?).map(|m| HashMiss {
+                path: display_path(m.path),
+                span: m.span.id.clone(),
+                expected: m.expected.map(str::to_string),
+                actual: m.actual,
             }))
         })
         .collect::<Result<_>>()?;
-    report.hash_misses.extend(judged.into_iter().flatten());
-    Ok(report)
+    Ok(Report {
+        open: judged
+            .open
+            .iter()
+            .map(|s| OpenSpan {
+                span: s.id.clone(),
+                op: s.op.as_str().to_string(),
+                path: display_path(&s.path),
+                line: s.open_line,
+            })
+            .collect(),
+        ghosts: judged.ghosts.iter().map(|p| display_path(p)).collect(),
+        phantoms: judged
+            .phantoms
+            .iter()
+            .map(|s| display_path(&s.path))
+            .collect(),
+        hash_misses: misses.into_iter().flatten().collect(),
+        mutating_spans: judged.mutating_spans,
+        changed: judged.changed,
+    })
 }
 
 /// A path for people: as is when it is printable UTF-8 without quotes or

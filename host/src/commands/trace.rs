@@ -102,7 +102,7 @@ fn close(at: &Where, open: &Line, after: Option<String>, error: Option<String>) 
         Status::Closed
     };
     line.error = error;
-    line.ts = trace::now();
+    line.ts = crate::clock::timestamp();
     trace::append(&at.trace, &line)?;
     Ok(line)
 }

@@ -1,0 +1,518 @@
+//! Every parse error and every bijection rule, on traces written as text the
+//! way an agent (or an attacker) would hand them over.
+
+use crate::*;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+fn open(id: &str, op: &str, path: &str) -> Value {
+    json!({"schema": 1, "span": id, "event": "open", "op": op, "path": path,
+           "before": null, "after": null, "status": "open", "error": null,
+           "ts": "2026-11-30T10:00:00Z"})
+}
+
+fn close(id: &str, op: &str, path: &str, after: Option<&str>) -> Value {
+    let mut line = open(id, op, path);
+    line["event"] = json!("close");
+    line["status"] = json!("closed");
+    line["after"] = json!(after);
+    line
+}
+
+/// An open and a close line of a closed span.
+fn span(id: &str, op: &str, path: &str, after: Option<&str>) -> [Value; 2] {
+    [open(id, op, path), close(id, op, path, after)]
+}
+
+fn text(lines: &[Value]) -> Vec<u8> {
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+fn spans(lines: &[Value]) -> Vec<Span> {
+    parse(&text(lines)).expect("a well-formed trace")
+}
+
+fn parse_error(lines: &[Value]) -> ParseError {
+    parse(&text(lines)).expect_err("a malformed trace")
+}
+
+fn delta(paths: &[&str]) -> BTreeSet<Vec<u8>> {
+    paths.iter().map(|p| p.as_bytes().to_vec()).collect()
+}
+
+/// Every finding as text, hashing owned paths with `disk` (path, sha256).
+fn findings(spans: &[Span], delta: &BTreeSet<Vec<u8>>, disk: &[(&str, &str)]) -> Vec<String> {
+    let j = judge(spans, delta);
+    let mut out = Vec::new();
+    out.extend(j.open.iter().map(|s| format!("open {}", s.id)));
+    out.extend(
+        j.ghosts
+            .iter()
+            .map(|p| format!("ghost {}", String::from_utf8_lossy(p))),
+    );
+    out.extend(
+        j.phantoms
+            .iter()
+            .map(|s| format!("phantom {} {}", String::from_utf8_lossy(&s.path), s.id)),
+    );
+    for o in &j.owned {
+        let actual = disk
+            .iter()
+            .find(|(p, _)| p.as_bytes() == o.path)
+            .map(|(_, h)| h.to_string());
+        if let Some(m) = o.check(actual) {
+            out.push(format!(
+                "hash miss {} {} expected {:?} actual {:?}",
+                String::from_utf8_lossy(m.path),
+                m.span.id,
+                m.expected,
+                m.actual
+            ));
+        }
+    }
+    out
+}
+
+// ---- parse ----------------------------------------------------------------
+
+#[test]
+fn a_trace_parses_into_spans_in_open_order() {
+    let s = spans(&[
+        open("1", "write", "a"),
+        open("2", "delete", "b"),
+        close("2", "delete", "b", None),
+    ]);
+    assert_eq!(s.len(), 2);
+    assert_eq!(
+        (s[0].id.as_str(), s[0].op, s[0].open_line),
+        ("1", Op::Write, 1)
+    );
+    assert!(s[0].close.is_none());
+    assert_eq!((s[1].id.as_str(), s[1].path.as_slice()), ("2", &b"b"[..]));
+    assert_eq!(s[1].close.as_ref().map(|c| c.status), Some(Status::Closed));
+}
+
+#[test]
+fn empty_lines_and_an_empty_trace_are_fine() {
+    assert_eq!(parse(b"").unwrap(), Vec::new());
+    let mut t = b"\n".to_vec();
+    t.extend(text(&span("1", "write", "a", Some(A))));
+    t.push(b'\n');
+    let s = parse(&t).unwrap();
+    assert_eq!(s[0].open_line, 2);
+}
+
+#[test]
+fn a_line_that_is_not_json_names_its_number() {
+    let mut t = text(&span("1", "write", "a", Some(A)));
+    t.extend(b"{\"schema\":1,\"span\":\"zz\",\"event\":\"close\"\n");
+    let e = parse(&t).unwrap_err();
+    assert_eq!(e.line, 3);
+    assert!(matches!(e.reason, Malformed::NotALine(_)), "{e}");
+    assert!(
+        e.to_string().starts_with("line 3: not a trace line: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_whitespace_only_line_is_malformed() {
+    let e = parse(b" \n").unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(matches!(e.reason, Malformed::NotALine(_)), "{e}");
+}
+
+#[test]
+fn another_schema_is_refused() {
+    let mut l = open("1", "write", "a");
+    l["schema"] = json!(2);
+    let e = parse_error(&[l]);
+    assert_eq!(e.reason, Malformed::Schema(2));
+    assert_eq!(
+        e.to_string(),
+        "line 1: field `schema` is 2; this build reads trace schema 1"
+    );
+}
+
+#[test]
+fn an_unknown_field_or_op_is_refused() {
+    let mut l = open("1", "write", "a");
+    l["owner"] = json!("agent");
+    assert!(matches!(parse_error(&[l]).reason, Malformed::NotALine(_)));
+    let l = open("1", "rename", "a");
+    assert!(matches!(parse_error(&[l]).reason, Malformed::NotALine(_)));
+}
+
+#[test]
+fn a_line_needs_exactly_one_of_path_and_path_hex() {
+    let mut both = open("1", "write", "a");
+    both["path_hex"] = json!("62");
+    assert_eq!(parse_error(&[both]).reason, Malformed::PathFields);
+    let mut neither = open("1", "write", "a");
+    neither.as_object_mut().unwrap().remove("path");
+    assert_eq!(parse_error(&[neither]).reason, Malformed::PathFields);
+}
+
+#[test]
+fn path_hex_is_the_exact_bytes_and_must_be_hex() {
+    let mut l = open("1", "write", "x");
+    l.as_object_mut().unwrap().remove("path");
+    l["path_hex"] = json!("626164ff");
+    assert_eq!(spans(&[l.clone()])[0].path, b"bad\xff");
+    l["path_hex"] = json!("zz");
+    assert_eq!(parse_error(&[l]).reason, Malformed::PathHex);
+}
+
+#[test]
+fn a_path_must_stay_inside_the_repository() {
+    for (path, want) in [
+        ("", PathError::NotRelative(String::new())),
+        ("/etc/passwd", PathError::NotRelative("/etc/passwd".into())),
+        ("a/../../b", PathError::BadComponent("a/../../b".into())),
+        ("./a", PathError::BadComponent("./a".into())),
+        ("a//b", PathError::BadComponent("a//b".into())),
+        ("a/", PathError::BadComponent("a/".into())),
+        (
+            ".git/hooks/pre-commit",
+            PathError::InsideGit(".git/hooks/pre-commit".into()),
+        ),
+        (
+            "sub/.GIT/config",
+            PathError::InsideGit("sub/.GIT/config".into()),
+        ),
+    ] {
+        assert_eq!(check_relative(path.as_bytes()), Err(want.clone()), "{path}");
+        let e = parse_error(&[open("1", "write", path)]);
+        assert_eq!(e.reason, Malformed::Path(want), "{path}");
+    }
+    assert_eq!(check_relative(b"src/a b.rs"), Ok(()));
+    assert_eq!(check_relative(b".gitignore"), Ok(()));
+}
+
+#[test]
+fn an_open_line_must_say_open() {
+    let mut l = open("1", "write", "a");
+    l["status"] = json!("closed");
+    assert_eq!(parse_error(&[l]).reason, Malformed::OpenStatus);
+}
+
+#[test]
+fn a_span_opens_once() {
+    let e = parse_error(&[open("1", "write", "a"), open("1", "write", "b")]);
+    assert_eq!((e.line, e.reason), (2, Malformed::OpenedTwice("1".into())));
+}
+
+#[test]
+fn a_close_needs_an_earlier_open() {
+    let e = parse_error(&[close("1", "write", "a", Some(A)), open("1", "write", "a")]);
+    assert_eq!((e.line, e.reason), (1, Malformed::NeverOpened("1".into())));
+}
+
+#[test]
+fn a_span_closes_once() {
+    let [o, c] = span("1", "write", "a", Some(A));
+    let again = close("1", "write", "a", Some(B));
+    let e = parse_error(&[o, c, again]);
+    assert_eq!((e.line, e.reason), (3, Malformed::ClosedTwice("1".into())));
+}
+
+#[test]
+fn a_close_line_cannot_say_open() {
+    let mut c = close("1", "write", "a", Some(A));
+    c["status"] = json!("open");
+    let e = parse_error(&[open("1", "write", "a"), c]);
+    assert_eq!(e.reason, Malformed::CloseStatus);
+}
+
+#[test]
+fn a_close_must_match_its_open_op_and_path() {
+    let e = parse_error(&[open("1", "write", "a"), close("1", "write", "b", Some(A))]);
+    assert_eq!(
+        (e.line, e.reason),
+        (2, Malformed::CloseMismatch("1".into()))
+    );
+    let e = parse_error(&[open("1", "read", "a"), close("1", "write", "a", Some(A))]);
+    assert_eq!(e.reason, Malformed::CloseMismatch("1".into()));
+}
+
+// ---- bijection --------------------------------------------------------------
+
+#[test]
+fn a_traced_write_reconciles() {
+    let s = spans(&span("1", "write", "a", Some(A)));
+    let d = delta(&["a"]);
+    assert_eq!(findings(&s, &d, &[("a", A)]), Vec::<String>::new());
+    let j = judge(&s, &d);
+    assert_eq!((j.mutating_spans, j.changed), (1, 1));
+    assert_eq!(j.owned[0].expected, Some(A));
+    assert_eq!(j.owned[0].span.id, "1");
+}
+
+#[test]
+fn a_changed_path_without_a_span_is_a_ghost() {
+    let s = spans(&span("1", "write", "a", Some(A)));
+    let d = delta(&["a", "sneaky"]);
+    assert_eq!(findings(&s, &d, &[("a", A)]), ["ghost sneaky"]);
+}
+
+#[test]
+fn a_span_on_an_unchanged_path_is_a_phantom() {
+    let s = spans(&span("1", "write", "a", Some(A)));
+    let d = delta(&[]);
+    assert_eq!(judge(&s, &d).phantoms[0].path, b"a");
+    assert_eq!(findings(&s, &d, &[]), ["phantom a 1"]);
+}
+
+#[test]
+fn a_write_whose_bytes_differ_is_a_hash_miss() {
+    let s = spans(&span("1", "write", "a", Some(A)));
+    let d = delta(&["a"]);
+    assert_eq!(
+        findings(&s, &d, &[("a", B)]),
+        [format!(
+            "hash miss a 1 expected Some({A:?}) actual Some({B:?})"
+        )]
+    );
+    assert_eq!(
+        findings(&s, &d, &[]),
+        [format!("hash miss a 1 expected Some({A:?}) actual None")]
+    );
+}
+
+#[test]
+fn a_delete_whose_path_exists_is_a_hash_miss() {
+    // The after hash of a delete is ignored: the path must be absent.
+    let s = spans(&span("1", "delete", "a", Some(A)));
+    let d = delta(&["a"]);
+    assert_eq!(findings(&s, &d, &[]), Vec::<String>::new());
+    assert_eq!(
+        findings(&s, &d, &[("a", A)]),
+        [format!("hash miss a 1 expected None actual Some({A:?})")]
+    );
+}
+
+#[test]
+fn an_open_span_is_reported_and_owns_nothing() {
+    let s = spans(&[open("1", "write", "a")]);
+    let d = delta(&["a"]);
+    assert_eq!(findings(&s, &d, &[("a", A)]), ["open 1", "ghost a"]);
+    let j = judge(&s, &d);
+    assert_eq!((j.open[0].open_line, j.mutating_spans), (1, 0));
+}
+
+#[test]
+fn a_span_closed_with_an_error_owns_nothing() {
+    let [o, mut c] = span("1", "write", "a", Some(A));
+    c["status"] = json!("error");
+    c["error"] = json!("disk full");
+    let s = spans(&[o, c]);
+    assert_eq!(findings(&s, &delta(&["a"]), &[("a", A)]), ["ghost a"]);
+    assert_eq!(judge(&s, &delta(&["a"])).mutating_spans, 0);
+}
+
+#[test]
+fn the_last_closed_span_on_a_path_judges_it() {
+    let mut lines = Vec::new();
+    lines.extend(span("1", "write", "a", Some(A)));
+    lines.extend(span("2", "write", "a", Some(B)));
+    let s = spans(&lines);
+    let d = delta(&["a"]);
+    assert_eq!(findings(&s, &d, &[("a", B)]), Vec::<String>::new());
+    assert_eq!(
+        findings(&s, &d, &[("a", A)]),
+        [format!(
+            "hash miss a 2 expected Some({B:?}) actual Some({A:?})"
+        )]
+    );
+    assert_eq!(judge(&s, &d).mutating_spans, 2);
+
+    // A later failed or still-open span does not take the path over.
+    let mut failed = close("3", "write", "a", Some(A));
+    failed["status"] = json!("error");
+    lines.extend([open("3", "write", "a"), failed, open("4", "delete", "a")]);
+    let s = spans(&lines);
+    assert_eq!(findings(&s, &d, &[("a", B)]), ["open 4"]);
+}
+
+#[test]
+fn spans_are_ordered_by_their_open_line() {
+    // Span 2 opens after span 1 but closes first: span 2 still judges.
+    let s = spans(&[
+        open("1", "write", "a"),
+        open("2", "write", "a"),
+        close("2", "write", "a", Some(B)),
+        close("1", "write", "a", Some(A)),
+    ]);
+    assert_eq!(
+        findings(&s, &delta(&["a"]), &[("a", B)]),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn read_spans_never_count() {
+    let mut lines = Vec::new();
+    lines.extend(span("1", "read", "changed", Some(A)));
+    lines.extend(span("2", "read", "untouched", Some(A)));
+    let s = spans(&lines);
+    let d = delta(&["changed"]);
+    assert_eq!(findings(&s, &d, &[("changed", A)]), ["ghost changed"]);
+    assert_eq!(judge(&s, &d).mutating_spans, 0);
+}
+
+#[test]
+fn a_rename_is_owned_by_a_delete_plus_a_write() {
+    let mut lines = Vec::new();
+    lines.extend(span("1", "delete", "old name", None));
+    lines.extend(span("2", "write", "new name", Some(A)));
+    let s = spans(&lines);
+    let d = delta(&["old name", "new name"]);
+    assert_eq!(findings(&s, &d, &[("new name", A)]), Vec::<String>::new());
+    // Only the add traced: the old path is a ghost.
+    let s = spans(&span("2", "write", "new name", Some(A)));
+    assert_eq!(findings(&s, &d, &[("new name", A)]), ["ghost old name"]);
+}
+
+#[test]
+fn paths_compare_as_exact_bytes() {
+    let mut o = open("1", "write", "x");
+    o.as_object_mut().unwrap().remove("path");
+    o["path_hex"] = json!("626164ff");
+    let mut c = o.clone();
+    c["event"] = json!("close");
+    c["status"] = json!("closed");
+    c["after"] = json!(A);
+    let s = spans(&[o, c]);
+    let d: BTreeSet<Vec<u8>> = [b"bad\xff".to_vec()].into();
+    let j = judge(&s, &d);
+    assert!(j.ghosts.is_empty() && j.phantoms.is_empty());
+    assert_eq!(j.owned[0].check(Some(A.into())), None);
+    // The lossy spelling of the same path is another path.
+    let lossy: BTreeSet<Vec<u8>> = ["bad\u{fffd}".as_bytes().to_vec()].into();
+    assert_eq!(
+        findings(&s, &lossy, &[]),
+        ["ghost bad\u{fffd}", "phantom bad\u{fffd} 1"]
+    );
+}
+
+// ---- an attacker's hand-written trace -------------------------------------
+
+/// Traces that try to pass off an untraced change to `secret` (the delta is
+/// `a` and `secret`; only `a` was written through the adapter, with bytes
+/// `A`; `secret` now holds `B`). Each must fail to parse or leave `secret`
+/// a ghost or a hash miss.
+#[test]
+fn a_hand_written_trace_cannot_own_an_untraced_change() {
+    let honest = span("1", "write", "a", Some(A)).to_vec();
+    let with = |extra: Vec<Value>| {
+        let mut t = honest.clone();
+        t.extend(extra);
+        t
+    };
+    let mut both_paths = open("2", "write", "a");
+    both_paths["path_hex"] = json!(hex::encode("secret"));
+    let mut dup_key = open("2", "write", "a").to_string();
+    dup_key.insert_str(1, "\"path\":\"secret\",");
+    let mut error_then_closed = close("2", "write", "secret", Some(B));
+    error_then_closed["status"] = json!("error");
+    let attempts: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "a close naming another path than its open",
+            text(&with(vec![
+                open("2", "write", "a"),
+                close("2", "write", "secret", Some(B)),
+            ])),
+        ),
+        (
+            "a close for another span's id",
+            text(&[
+                open("1", "write", "a"),
+                close("1", "write", "secret", Some(B)),
+            ]),
+        ),
+        (
+            "a duplicate span id",
+            text(&with(span("1", "write", "secret", Some(B)).to_vec())),
+        ),
+        (
+            "both path and path_hex",
+            text(&with(vec![both_paths.clone(), {
+                let mut c = both_paths.clone();
+                c["event"] = json!("close");
+                c["status"] = json!("closed");
+                c["after"] = json!(B);
+                c
+            }])),
+        ),
+        ("a repeated JSON key", {
+            let mut t = text(&honest);
+            t.extend(dup_key.as_bytes());
+            t.push(b'\n');
+            t
+        }),
+        (
+            "a second close that rewrites the outcome",
+            text(&with(vec![
+                open("2", "write", "secret"),
+                error_then_closed,
+                close("2", "write", "secret", Some(B)),
+            ])),
+        ),
+        (
+            "a close that turns a read into a write",
+            text(&with(vec![
+                open("2", "read", "secret"),
+                close("2", "write", "secret", Some(B)),
+            ])),
+        ),
+        (
+            "a close before its open",
+            text(&with(vec![
+                close("2", "write", "secret", Some(B)),
+                open("2", "write", "secret"),
+            ])),
+        ),
+        (
+            "a dot-dot spelling of the path",
+            text(&with(span("2", "write", "x/../secret", Some(B)).to_vec())),
+        ),
+        (
+            "a read span on the path",
+            text(&with(span("2", "read", "secret", Some(B)).to_vec())),
+        ),
+        (
+            "a write that claims other bytes",
+            text(&with(span("2", "write", "secret", Some(A)).to_vec())),
+        ),
+        (
+            "a delete of a path that still exists",
+            text(&with(span("2", "delete", "secret", None).to_vec())),
+        ),
+        (
+            "a later failed span",
+            text(&with(vec![open("2", "write", "secret"), {
+                let mut c = close("2", "write", "secret", Some(B));
+                c["status"] = json!("error");
+                c
+            }])),
+        ),
+    ];
+    let d = delta(&["a", "secret"]);
+    for (what, trace) in attempts {
+        let Ok(s) = parse(&trace) else { continue };
+        let f = findings(&s, &d, &[("a", A), ("secret", B)]);
+        assert!(
+            f.iter()
+                .any(|f| f == "ghost secret" || f.starts_with("hash miss secret")),
+            "{what}: accepted with findings {f:?}"
+        );
+    }
+}
