@@ -423,3 +423,78 @@ impl fs::HostDirectoryEntryStream for DeterministicFs<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::{Limits, Mounts, Sandbox};
+    use fs::HostDescriptor;
+
+    #[test]
+    fn metadata_is_a_function_of_the_tree_not_of_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("x"), "hi").unwrap();
+        // A hard link: the host says two links and one inode for both.
+        std::fs::hard_link(root.join("x"), root.join("y")).unwrap();
+        std::fs::create_dir_all(root.join("d/e")).unwrap();
+        let mounts = Mounts {
+            patched: root,
+            base: root,
+            inputs: root,
+        };
+        let sandbox = Sandbox::new(None).unwrap();
+        let mut store = sandbox
+            .store(&Limits::default(), Some(&mounts), [0; 32], None)
+            .unwrap();
+        let mut fs = super::super::linker::deterministic_fs(store.data_mut());
+        let dirs = preopens::Host::get_directories(&mut fs).unwrap();
+        let fd = |name: &str| borrow(&dirs.iter().find(|(_, n)| n == name).unwrap().0);
+        let none = fs::PathFlags::empty();
+
+        let x = fs.stat_at(fd("/patched"), none, "x".into()).unwrap();
+        assert_eq!(x.link_count, 1);
+        assert_eq!(x.size, 2);
+        for t in [
+            x.data_access_timestamp,
+            x.data_modification_timestamp,
+            x.status_change_timestamp,
+        ] {
+            assert_eq!(t.map(|t| t.seconds), Some(FIXED_WALL_CLOCK_SECS));
+        }
+        let d = fs.stat_at(fd("/patched"), none, "d".into()).unwrap();
+        assert_eq!((d.size, d.link_count), (0, 1));
+
+        let mut hash_at = |root: &str, path: &str| {
+            let h = fs.metadata_hash_at(fd(root), none, path.into()).unwrap();
+            (h.lower, h.upper)
+        };
+        let x_hash = hash_at("/patched", "x");
+        assert_eq!(x_hash, hash_at("/patched", "./d/../x"));
+        assert_ne!(x_hash, hash_at("/patched", "y"), "a path is an object");
+        assert_ne!(x_hash, hash_at("/base", "x"), "the trees are distinct");
+        let expected = hash("/patched/x", &x);
+        assert_eq!(x_hash, (expected.lower, expected.upper));
+
+        // Same path, same object; the host's shared inode is not consulted.
+        let open = |fs: &mut DeterministicFs<'_>, root: &str, path: &str| {
+            fs.open_at(
+                fd(root),
+                none,
+                path.into(),
+                fs::OpenFlags::empty(),
+                fs::DescriptorFlags::READ,
+            )
+            .unwrap()
+        };
+        let (a, b, c) = (
+            open(&mut fs, "/patched", "x"),
+            open(&mut fs, "/patched", "d/../x"),
+            open(&mut fs, "/patched", "y"),
+        );
+        assert!(fs.is_same_object(borrow(&a), borrow(&b)).unwrap());
+        assert!(!fs.is_same_object(borrow(&a), borrow(&c)).unwrap());
+        let h = fs.metadata_hash(borrow(&a)).unwrap();
+        assert_eq!((h.lower, h.upper), x_hash);
+    }
+}

@@ -132,7 +132,7 @@ impl HasData for HasIo {
     type Data<'a> = &'a mut ResourceTable;
 }
 
-fn deterministic_fs(h: &mut Host) -> DeterministicFs<'_> {
+pub(super) fn deterministic_fs(h: &mut Host) -> DeterministicFs<'_> {
     DeterministicFs {
         inner: WasiFilesystemCtxView {
             ctx: h.wasi.filesystem(),
