@@ -10,6 +10,7 @@ mod reconcile;
 mod replay;
 mod resolve;
 mod sandbox;
+mod sandbox_limits;
 mod scratch;
 mod snapshots;
 mod support;

@@ -64,7 +64,7 @@ impl Session<'_, '_> {
             Fetched::Unavailable(msg) => return Ok(errored(result, msg)),
         };
         result.plugin_sha256 = sha256_hex(&bytes);
-        let plugin: Arc<Plugin> = match spec.sandbox.load(&bytes) {
+        let plugin: Arc<Plugin> = match spec.sandbox.load_with(&bytes, &limits) {
             Ok(pl) => pl,
             Err(refusal) => return Ok(errored(result, format!("plugin refused: {}", refusal.0))),
         };
@@ -130,7 +130,7 @@ impl Session<'_, '_> {
                 .timeout_ms
                 .or(l.timeout_ms)
                 .map_or(d.wall, Duration::from_millis),
-            output_bytes: d.output_bytes,
+            ..d
         }
     }
 }

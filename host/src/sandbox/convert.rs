@@ -2,6 +2,8 @@
 //! (checked), trap and budget errors into reasons, captured output into a
 //! capped excerpt.
 
+use super::fs::DescriptorCapReached;
+use super::limiter::MemoryCapReached;
 use super::{ChangeKind, Limits, MAX_WASM_STACK, OUTPUT_EXCERPT, TrialInput, wit};
 use crate::record::{Finding, Outcome};
 use std::path::Path;
@@ -30,9 +32,29 @@ pub(super) fn describe_error(e: &wasmtime::Error, limits: &Limits) -> String {
             other => format!("trap: {other}"),
         };
     }
+    for cause in e.chain() {
+        if let Some(cap) = cause.downcast_ref::<MemoryCapReached>() {
+            return cap.to_string();
+        }
+        if let Some(cap) = cause.downcast_ref::<DescriptorCapReached>() {
+            return cap.to_string();
+        }
+    }
     let msg = root_cause(e);
-    if msg.contains("growing memory") {
-        return format!("memory cap of {} bytes reached", limits.memory_bytes);
+    // wasmtime's own errors are private types: known by their messages.
+    if msg.contains("resource table has no free keys")
+        || msg.contains("store handle limit exceeded")
+    {
+        return format!("handle cap of {} live resources reached", limits.handles);
+    }
+    if msg.contains("fuel allocated for hostcalls has been exhausted") {
+        return format!(
+            "findings cap reached: more than {} bytes passed to the host in one call \
+             (a result may carry at most {} findings and {} bytes of paths and messages)",
+            limits.hostcall_bytes(),
+            limits.findings,
+            limits.findings_bytes
+        );
     }
     format!("trap: {msg}")
 }
@@ -77,15 +99,37 @@ pub(super) fn to_wit(t: &TrialInput) -> wit::Trial {
     }
 }
 
-/// Checks a guest result: a miss names at least one finding, and every
-/// finding's path stays inside the repository.
-pub(super) fn from_wit(o: wit::Outcome) -> Result<(Outcome, Vec<Finding>), String> {
+/// Checks a guest result: within the findings caps, a miss names at least
+/// one finding, and every finding's path stays inside the repository.
+pub(super) fn from_wit(
+    o: wit::Outcome,
+    limits: &Limits,
+) -> Result<(Outcome, Vec<Finding>), String> {
     let (outcome, findings) = match o {
         wit::Outcome::Holds(f) => (Outcome::Holds, f),
         wit::Outcome::Miss(f) => (Outcome::Miss, f),
     };
+    if findings.len() > limits.findings {
+        return Err(format!(
+            "findings cap reached: {} findings, at most {} allowed",
+            findings.len(),
+            limits.findings
+        ));
+    }
+    let bytes: usize = findings
+        .iter()
+        .map(|f| f.path.len() + f.message.len())
+        .sum();
+    if bytes > limits.findings_bytes {
+        return Err(format!(
+            "findings cap reached: {bytes} bytes of paths and messages, at most {} allowed",
+            limits.findings_bytes
+        ));
+    }
     if outcome == Outcome::Miss && findings.iter().all(|f| f.frozen) {
-        return Err("a miss must name at least one finding that is not frozen".into());
+        return Err(
+            "malformed result: a miss must name at least one finding that is not frozen".into(),
+        );
     }
     let mut out = Vec::with_capacity(findings.len());
     for f in findings {
@@ -95,7 +139,7 @@ pub(super) fn from_wit(o: wit::Outcome) -> Result<(Outcome, Vec<Finding>), Strin
                 .any(|c| matches!(c, std::path::Component::ParentDir))
         {
             return Err(format!(
-                "finding path `{}` is not inside the repository",
+                "malformed result: finding path `{}` is not inside the repository",
                 f.path
             ));
         }

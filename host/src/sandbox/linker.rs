@@ -1,11 +1,14 @@
 //! The linker, built interface by interface: exactly the allowlisted WASI
 //! interfaces (never sockets or http), the fixed wall clock, the virtual
-//! monotonic clock; and the import audit that refuses anything else.
+//! monotonic clock, the deterministic filesystem (`fs`); and the import audit
+//! that refuses anything else.
 
+use super::fs::{DeterministicFs, DeterministicFsData};
 use super::{FIXED_WALL_CLOCK_SECS, Host, Refusal};
 use std::time::Duration;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasData, Linker, Resource, ResourceTable};
+use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
 use wasmtime_wasi::p2::{DynPollable, Pollable};
 
@@ -129,12 +132,21 @@ impl HasData for HasIo {
     type Data<'a> = &'a mut ResourceTable;
 }
 
+pub(super) fn deterministic_fs(h: &mut Host) -> DeterministicFs<'_> {
+    DeterministicFs {
+        inner: WasiFilesystemCtxView {
+            ctx: h.wasi.filesystem(),
+            table: &mut h.table,
+        },
+        state: &mut h.fs,
+    }
+}
+
 /// Links exactly the allowlisted interfaces, one by one: never sockets or
 /// http (`add_to_linker_sync` would link sockets too).
 pub(super) fn make_linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
     use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
-    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
     use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sync};
     use wasmtime_wasi::random::WasiRandom;
 
@@ -148,8 +160,10 @@ pub(super) fn make_linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
         nanos: &mut h.monotonic_nanos,
         table: &mut h.table,
     })?;
-    sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(l, Host::filesystem)?;
-    filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(l, Host::filesystem)?;
+    // Both filesystem interfaces go through `fs`, which rewrites metadata
+    // and tracks each descriptor's path.
+    sync::filesystem::types::add_to_linker::<Host, DeterministicFsData>(l, deterministic_fs)?;
+    filesystem::preopens::add_to_linker::<Host, DeterministicFsData>(l, deterministic_fs)?;
     random::random::add_to_linker::<Host, WasiRandom>(l, |h| h.wasi.random())?;
     random::insecure::add_to_linker::<Host, WasiRandom>(l, |h| h.wasi.random())?;
     random::insecure_seed::add_to_linker::<Host, WasiRandom>(l, |h| h.wasi.random())?;

@@ -10,20 +10,31 @@
 //!   no environment, no arguments, empty stdin;
 //! - a fixed wall clock, a virtual monotonic clock that only moves when the
 //!   guest sleeps (sleeping returns at once), and seeded randomness;
+//! - file metadata with nothing of the host in it (`fs`): fixed timestamps,
+//!   link counts of 1, metadata hashes from paths, sorted directory entries;
 //! - a fuel budget (deterministic: it is recorded), an epoch-based wall-clock
-//!   backstop, a memory cap, a stack cap and capped stdout/stderr.
+//!   backstop, a stack cap, and caps that are totals per plugin instance:
+//!   memory (all memories and tables, `limiter`), open descriptors and
+//!   resource handles, stdout/stderr, and findings.
+//!
+//! `describe` and `check` run under the same limits: the property's own.
 //!
 //! Every trap, exhausted budget, timeout, `exit` call, overflowing output or
 //! malformed result becomes an `error` outcome with its reason.
 
 mod cache;
 mod convert;
+mod fs;
+mod limiter;
 mod linker;
 
+pub use limiter::TABLE_ELEMENT_BYTES;
 pub use linker::ALLOWED_IMPORTS;
 
 use crate::record::{Finding, Outcome};
 use convert::{describe_error, excerpt, from_wit, root_cause, to_wit};
+use fs::FsState;
+use limiter::Budget;
 use linker::{FixedWallClock, audit_imports, make_linker};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -32,7 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime::{Engine, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -49,14 +60,31 @@ const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Bytes of stdout/stderr kept in the property record.
 pub const OUTPUT_EXCERPT: usize = 4096;
 
-/// Resource bounds for one property run.
+/// Resource bounds for one plugin instance (one `describe` or one `check`);
+/// each is a total for the instance, never per object.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub fuel: u64,
+    /// Bytes of all linear memories and tables together, a table element
+    /// counting [`TABLE_ELEMENT_BYTES`].
     pub memory_bytes: usize,
     pub wall: Duration,
     /// Bytes a stream may take before the run is an error.
     pub output_bytes: usize,
+    /// Files and directories opened with `open-at` and not yet dropped (the
+    /// three preopens do not count). Each holds a host descriptor, and the
+    /// properties of a check share the process's descriptor limit: this
+    /// times the number of properties run at once must stay under it.
+    pub descriptors: usize,
+    /// Live resource handles (descriptors, streams, pollables, directory
+    /// streams), in the host's resource table and in the guest's handle
+    /// tables alike.
+    pub handles: usize,
+    /// Findings one result may carry.
+    pub findings: usize,
+    /// Bytes of paths and messages across one result's findings (or of its
+    /// `err` message).
+    pub findings_bytes: usize,
 }
 
 impl Default for Limits {
@@ -66,7 +94,24 @@ impl Default for Limits {
             memory_bytes: 256 << 20,
             wall: Duration::from_secs(30),
             output_bytes: 1 << 20,
+            descriptors: 64,
+            handles: 4096,
+            findings: 10_000,
+            findings_bytes: 1 << 20,
         }
+    }
+}
+
+impl Limits {
+    /// The most a plugin may copy into the host in one call (wasmtime's
+    /// "hostcall fuel", which also bounds lifting `check`'s result): the
+    /// findings caps in the host's representation, so an oversized result
+    /// traps while it is lifted instead of being built in host memory first.
+    fn hostcall_bytes(&self) -> usize {
+        self.findings
+            .saturating_mul(std::mem::size_of::<wit::Finding>())
+            .saturating_add(self.findings_bytes)
+            .saturating_add(self.output_bytes)
     }
 }
 
@@ -117,7 +162,7 @@ pub struct RunResult {
     pub stderr: String,
 }
 
-/// A loaded, audited, pre-instantiated component.
+/// A loaded, audited, pre-instantiated component that has described itself.
 pub struct Plugin {
     pub sha256: String,
     pub name: String,
@@ -130,7 +175,8 @@ pub struct Plugin {
 pub(crate) struct Host {
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
+    budget: Budget,
+    fs: FsState,
     /// Virtual monotonic time, in nanoseconds: advanced only by sleeps.
     monotonic_nanos: u64,
 }
@@ -149,7 +195,8 @@ pub struct Sandbox {
     linker: Linker<Host>,
     cache_dir: Option<PathBuf>,
     engine_hash: String,
-    loaded: Mutex<HashMap<String, Arc<Plugin>>>,
+    /// Compiled, audited and pre-instantiated components by sha256.
+    compiled: Mutex<HashMap<String, bindings::PluginPre<Host>>>,
     ticker_alive: Arc<AtomicBool>,
 }
 
@@ -224,22 +271,47 @@ impl Sandbox {
             linker,
             cache_dir,
             engine_hash,
-            loaded: Mutex::new(HashMap::new()),
+            compiled: Mutex::new(HashMap::new()),
             ticker_alive,
         })
     }
 
-    /// Loads a component: compile (or take from the cache), audit imports,
-    /// pre-instantiate, and ask it to describe itself.
+    /// Loads a component under the default limits; see [`Sandbox::load_with`].
     pub fn load(&self, bytes: &[u8]) -> Result<Arc<Plugin>, Refusal> {
+        self.load_with(bytes, &Limits::default())
+    }
+
+    /// Loads a component: compile (or take from the cache), audit imports,
+    /// pre-instantiate (all three once per component bytes), and ask it to
+    /// describe itself under `limits`, the same ones its `check` will run
+    /// under, so a plugin cannot spend in `describe` what `check` may not.
+    pub fn load_with(&self, bytes: &[u8], limits: &Limits) -> Result<Arc<Plugin>, Refusal> {
         let sha256 = crate::digest::sha256_hex(bytes);
-        if let Some(p) = self.loaded.lock().expect("plugin map").get(&sha256) {
-            return Ok(p.clone());
+        let pre = self.prepare(bytes, &sha256)?;
+        let mut store = self
+            .store(limits, None, [0; 32], None)
+            .map_err(|e| Refusal(format!("cannot set up a store: {}", root_cause(&e))))?;
+        let info = pre
+            .instantiate(&mut store)
+            .and_then(|p| p.agent_ledger_property_property().call_describe(&mut store))
+            .map_err(|e| Refusal(format!("`describe` failed: {}", describe_error(&e, limits))))?;
+        Ok(Arc::new(Plugin {
+            sha256,
+            name: info.name,
+            version: info.version,
+            summary: info.summary,
+            pre,
+        }))
+    }
+
+    fn prepare(&self, bytes: &[u8], sha256: &str) -> Result<bindings::PluginPre<Host>, Refusal> {
+        if let Some(pre) = self.compiled.lock().expect("plugin map").get(sha256) {
+            return Ok(pre.clone());
         }
         if !is_component(bytes) {
             return Err(Refusal("not a WebAssembly component (a core module or not wasm at all); build it for wasm32-wasip2".into()));
         }
-        let component = self.compile_cached(bytes, &sha256)?;
+        let component = self.compile_cached(bytes, sha256)?;
         audit_imports(&self.engine, &component)?;
         let pre = self
             .linker
@@ -251,30 +323,11 @@ impl Sandbox {
                 root_cause(&e)
             ))
         })?;
-        let mut store = self
-            .store(&Limits::default(), None, [0; 32], None)
-            .map_err(|e| Refusal(format!("cannot set up a store: {}", root_cause(&e))))?;
-        let info = pre
-            .instantiate(&mut store)
-            .and_then(|p| p.agent_ledger_property_property().call_describe(&mut store))
-            .map_err(|e| {
-                Refusal(format!(
-                    "`describe` failed: {}",
-                    describe_error(&e, &Limits::default())
-                ))
-            })?;
-        let plugin = Arc::new(Plugin {
-            sha256: sha256.clone(),
-            name: info.name,
-            version: info.version,
-            summary: info.summary,
-            pre,
-        });
-        self.loaded
+        self.compiled
             .lock()
             .expect("plugin map")
-            .insert(sha256, plugin.clone());
-        Ok(plugin)
+            .insert(sha256.to_string(), pre.clone());
+        Ok(pre)
     }
 
     fn store(
@@ -304,20 +357,19 @@ impl Sandbox {
             b.preopened_dir(m.base, "/base", FsPerms::ReadOnly)?;
             b.preopened_dir(m.inputs, "/inputs", FsPerms::ReadOnly)?;
         }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(limits.handles);
         let host = Host {
             wasi: b.build(),
-            table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(limits.memory_bytes)
-                .instances(64)
-                .memories(16)
-                .tables(64)
-                .trap_on_grow_failure(true)
-                .build(),
+            table,
+            budget: Budget::new(limits.memory_bytes),
+            fs: FsState::new(limits.descriptors),
             monotonic_nanos: 0,
         };
         let mut store = Store::new(&self.engine, host);
-        store.limiter(|h| &mut h.limits);
+        store.limiter(|h| &mut h.budget);
+        store.set_max_component_handles(limits.handles);
+        store.set_hostcall_fuel(limits.hostcall_bytes());
         store.set_fuel(limits.fuel)?;
         let ticks = (limits.wall.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
         store.set_epoch_deadline(ticks);
@@ -365,15 +417,22 @@ impl Sandbox {
         result.stderr = stderr;
         match called {
             Err(e) => result.error = Some(describe_error(&e, limits)),
+            Ok(Err(msg)) if msg.len() > limits.findings_bytes => {
+                result.error = Some(format!(
+                    "findings cap reached: the property's error message of {} bytes is over the {}-byte cap",
+                    msg.len(),
+                    limits.findings_bytes
+                ))
+            }
             Ok(Err(msg)) => {
                 result.error = Some(format!("the property could not judge the trial: {msg}"))
             }
-            Ok(Ok(outcome)) => match from_wit(outcome) {
+            Ok(Ok(outcome)) => match from_wit(outcome, limits) {
                 Ok((o, findings)) => {
                     result.outcome = o;
                     result.findings = findings;
                 }
-                Err(msg) => result.error = Some(format!("malformed result: {msg}")),
+                Err(msg) => result.error = Some(msg),
             },
         }
         for (full, name) in [(stdout_full, "stdout"), (stderr_full, "stderr")] {

@@ -2,9 +2,20 @@
 //! the misbehaviour; every mode must end as `error` (or a miss the host
 //! refuses), never `holds`, with the host alive and the trees unchanged.
 //! A mode that somehow succeeds returns `holds`, so a test sees the escape.
+//! (`mtime-after-2001` is the exception: it holds when the host keeps its
+//! promise of fixed file metadata, and misses when it does not.)
 
-use agent_ledger_guest::{Guest, Info, Outcome, Trial, config};
+use agent_ledger_guest::{Finding, Guest, Info, Outcome, Trial, config, finding};
 use std::hint::black_box;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Iterations `describe` spins before it answers: well within the default
+/// fuel budget, far beyond a budget of a million, so a test can tell
+/// whether `describe` ran under the property's own limits.
+const DESCRIBE_SPIN: u64 = 2_000_000;
+
+/// 2001-01-01T00:00:00Z.
+const YEAR_2001: u64 = 978_307_200;
 
 struct Hostile;
 
@@ -20,6 +31,9 @@ fn recurse(n: u64) -> u64 {
 
 impl Guest for Hostile {
     fn describe() -> Info {
+        for i in 0..DESCRIBE_SPIN {
+            black_box(i);
+        }
         Info {
             name: "hostile".into(),
             version: "0".into(),
@@ -109,11 +123,7 @@ impl Guest for Hostile {
                     println!("{line}");
                 }
                 eprintln!("flooded");
-                Ok(Outcome::Miss(vec![agent_ledger_guest::finding(
-                    "",
-                    None,
-                    "flooded stdout",
-                )]))
+                Ok(Outcome::Miss(vec![finding("", None, "flooded stdout")]))
             }
             "panic" => panic!("hostile plugin panics on purpose"),
             "exit" => std::process::exit(0),
@@ -122,13 +132,35 @@ impl Guest for Hostile {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or(0);
-                Ok(Outcome::Miss(vec![agent_ledger_guest::finding(
+                Ok(Outcome::Miss(vec![finding(
                     "",
                     None,
                     format!("wall clock reads {now}"),
                 )]))
             }
-            "bad-finding" => Ok(Outcome::Miss(vec![agent_ledger_guest::finding(
+            "mtime-after-2001" => mtime_after_2001(),
+            "descriptors" => {
+                let mut open = Vec::new();
+                for _ in 0..10_000 {
+                    match std::fs::File::open("/inputs/patch.diff") {
+                        Ok(f) => open.push(f),
+                        Err(e) => return Err(format!("open refused after {}: {e}", open.len())),
+                    }
+                }
+                escaped(&format!("held {} descriptors", open.len()))
+            }
+            "findings" => {
+                let count = config(&trial, "count")
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(1);
+                let bytes = config(&trial, "bytes")
+                    .and_then(|b| b.parse().ok())
+                    .unwrap_or(1);
+                let message = "x".repeat(bytes);
+                let one = finding("", None, message);
+                Ok(Outcome::Miss(vec![one; count]))
+            }
+            "bad-finding" => Ok(Outcome::Miss(vec![finding(
                 "../../etc/passwd",
                 None,
                 "outside",
@@ -137,6 +169,77 @@ impl Guest for Hostile {
             other => Err(format!("unknown mode `{other}`")),
         }
     }
+}
+
+/// Stats everything under the three preopens. Misses naming the first entry
+/// with a timestamp after 2000; otherwise holds with one finding that sums
+/// up the walk (entries in the order read, types, sizes, times), so two runs
+/// on identical trees must give byte-identical records.
+fn mtime_after_2001() -> Result<Outcome, String> {
+    let mut walk = String::new();
+    let mut late = Vec::new();
+    for root in ["/patched", "/base", "/inputs"] {
+        visit(std::path::Path::new(root), &mut walk, &mut late)?;
+    }
+    if !late.is_empty() {
+        return Ok(Outcome::Miss(late));
+    }
+    Ok(Outcome::Holds(vec![finding(
+        "",
+        None,
+        format!(
+            "{} entries, none after 2000; walk {:016x}",
+            walk.lines().count(),
+            fnv64(walk.as_bytes())
+        ),
+    )]))
+}
+
+fn visit(dir: &std::path::Path, walk: &mut String, late: &mut Vec<Finding>) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let meta =
+            std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let secs = |t: std::io::Result<SystemTime>| {
+            t.ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .unwrap_or(Duration::ZERO)
+                .as_secs()
+        };
+        let times = [
+            ("modified", secs(meta.modified())),
+            ("accessed", secs(meta.accessed())),
+            ("created", secs(meta.created())),
+        ];
+        walk.push_str(&format!(
+            "{} {:?} {}",
+            path.display(),
+            meta.file_type(),
+            meta.len()
+        ));
+        for (name, t) in times {
+            walk.push_str(&format!(" {t}"));
+            if t > YEAR_2001 && late.len() < 10 {
+                late.push(finding(
+                    path.to_string_lossy().trim_start_matches('/'),
+                    None,
+                    format!("{name} at {t}, after 2000"),
+                ));
+            }
+        }
+        walk.push('\n');
+        if meta.is_dir() {
+            visit(&path, walk, late)?;
+        }
+    }
+    Ok(())
+}
+
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 agent_ledger_guest::export!(Hostile with_types_in agent_ledger_guest);
