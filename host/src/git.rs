@@ -1,13 +1,69 @@
 //! Git plumbing for replay: resolving revisions, reading files from a
-//! revision, and building trial trees in a temporary directory.
+//! revision, and building trial trees in a temporary directory; and the one
+//! place a git command is built (`command`, `Repo::command`).
 //!
 //! A trial tree never touches the user's checkout or repository: it has its
 //! own index, its own object directory (the repository's objects are only an
 //! alternate, read-only), and lives in a temp dir removed on drop.
+//!
+//! Every git the host runs is hermetic. Only the repository's own
+//! configuration (the operator's) is read, never the global or system one;
+//! attributes come from nowhere (the empty tree, never a `.gitattributes` a
+//! patch or an agent wrote), so no filter, textconv, diff or merge driver is
+//! ever selected; no hook, fsmonitor, pager, editor, askpass or credential
+//! helper runs; replace refs are ignored; and no transport may be used, so
+//! nothing reaches a network (a lazy fetch included). The overrides are on
+//! the command line, which wins over the repository's configuration too.
 
 use crate::exit::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+/// The empty tree of each object format: where attributes are read from.
+const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+const EMPTY_TREE_SHA256: &str = "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321";
+
+/// Environment that could point git at another repository, inject
+/// configuration, or name a program for it to run.
+const CLEARED_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_SHALLOW_FILE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_DIFF_OPTS",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_PROXY_COMMAND",
+];
+
+/// Configuration given on the command line, where it wins over every file.
+const OVERRIDES: &[&str] = &[
+    // Hooks (`post-index-change` runs whenever an index is written).
+    "core.hooksPath=/dev/null",
+    // An fsmonitor is a program git runs whenever it reads an index.
+    "core.fsmonitor=false",
+    // The per-user attribute and ignore files (`$XDG_CONFIG_HOME/git/...`)
+    // are read even without a global configuration file.
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "core.pager=cat",
+    "core.askPass=",
+    // An empty value clears the list of helpers.
+    "credential.helper=",
+    "core.useReplaceRefs=false",
+    "protocol.allow=never",
+];
 
 /// A repository we read from.
 #[derive(Debug, Clone)]
@@ -15,6 +71,8 @@ pub struct Repo {
     pub root: PathBuf,
     git_dir: PathBuf,
     objects: PathBuf,
+    /// The empty tree in the repository's object format.
+    empty_tree: &'static str,
 }
 
 fn git_error(what: &str, out: &Output) -> Error {
@@ -22,23 +80,38 @@ fn git_error(what: &str, out: &Output) -> Error {
     Error::Internal(format!("git {what} failed: {}", stderr.trim()))
 }
 
-fn base_command() -> Command {
+/// A hermetic git command: the only way the host builds one. Attributes
+/// come from the SHA-1 empty tree; in a SHA-256 repository git refuses to
+/// run rather than read them from the tree (`Repo::command` knows the
+/// format).
+pub fn command() -> Command {
+    hermetic(EMPTY_TREE_SHA1)
+}
+
+fn hermetic(empty_tree: &str) -> Command {
     let mut cmd = Command::new("git");
-    // The caller's git environment must not redirect us to another repository.
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-        "GIT_NAMESPACE",
-    ] {
+    for var in CLEARED_ENV {
         cmd.env_remove(var);
     }
-    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
+    cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_ATTR_NOSYSTEM", "1")
+        .env("GIT_ATTR_SOURCE", empty_tree)
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_NO_LAZY_FETCH", "1")
+        // Set, it wins over every `protocol.*.allow`; naming no protocol,
+        // it allows none.
+        .env("GIT_ALLOW_PROTOCOL", "")
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_EDITOR", ":")
+        .env("GIT_LFS_SKIP_SMUDGE", "1")
+        // `status` must not write the index it only reads.
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(Stdio::null());
+    for o in OVERRIDES {
+        cmd.arg("-c").arg(o);
+    }
     cmd
 }
 
@@ -54,7 +127,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<Output> {
 
 impl Repo {
     pub fn open(root: &Path) -> Result<Repo> {
-        let out = base_command()
+        let out = command()
             .arg("-C")
             .arg(root)
             .args([
@@ -64,6 +137,7 @@ impl Repo {
                 "--git-dir",
                 "--git-path",
                 "objects",
+                "--show-object-format",
             ])
             .output()
             .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
@@ -76,29 +150,45 @@ impl Repo {
         }
         let text = String::from_utf8_lossy(&out.stdout);
         let mut lines = text.lines();
-        let (Some(top), Some(git_dir), Some(objects)) = (lines.next(), lines.next(), lines.next())
+        let (Some(top), Some(git_dir), Some(objects), Some(format)) =
+            (lines.next(), lines.next(), lines.next(), lines.next())
         else {
             return Err(Error::Internal(
                 "unexpected output from git rev-parse".into(),
             ));
         };
+        let empty_tree = match format {
+            "sha1" => EMPTY_TREE_SHA1,
+            "sha256" => EMPTY_TREE_SHA256,
+            other => {
+                return Err(Error::Internal(format!(
+                    "`{}` uses the object format `{other}`, which agent-ledger does not know",
+                    root.display()
+                )));
+            }
+        };
         Ok(Repo {
             root: top.into(),
             git_dir: git_dir.into(),
             objects: objects.into(),
+            empty_tree,
         })
     }
 
-    fn git(&self) -> Command {
-        let mut cmd = base_command();
-        cmd.env("GIT_DIR", &self.git_dir);
+    /// A hermetic git command (see the module docs) on this repository and
+    /// its working tree, run at the top of the working tree.
+    pub fn command(&self) -> Command {
+        let mut cmd = hermetic(self.empty_tree);
+        cmd.env("GIT_DIR", &self.git_dir)
+            .env("GIT_WORK_TREE", &self.root)
+            .current_dir(&self.root);
         cmd
     }
 
     /// The full object id of `rev` as a commit.
     pub fn resolve_commit(&self, rev: &str) -> Result<String> {
         let out = self
-            .git()
+            .command()
             .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
             .arg(format!("{rev}^{{commit}}"))
             .output()
@@ -116,7 +206,7 @@ impl Repo {
     pub fn read_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>> {
         let spec = format!("{commit}:{path}");
         let exists = self
-            .git()
+            .command()
             .args(["cat-file", "-e", &spec])
             .stderr(Stdio::null())
             .status()
@@ -124,13 +214,13 @@ impl Repo {
         if !exists.success() {
             return Ok(None);
         }
-        let out = run(self.git().args(["cat-file", "blob", &spec]), "cat-file")?;
+        let out = run(self.command().args(["cat-file", "blob", &spec]), "cat-file")?;
         Ok(Some(out.stdout))
     }
 
     /// A command in a trial tree: its own index and object directory.
     fn trial_git(&self, work_tree: &Path, index: &Path, objects: &Path) -> Command {
-        let mut cmd = self.git();
+        let mut cmd = self.command();
         // Hard-linked copies share inodes, and making a link changes an
         // inode's ctime: only content-relevant stat fields may count.
         cmd.args(["-c", "core.trustctime=false"]);

@@ -14,7 +14,9 @@ fn main() {
                     msg.push_str(&format!(": {s}"));
                     source = s.source();
                 }
-                eprintln!("{msg}");
+                // Errors quote paths, git's stderr and record fields: one
+                // line, nothing a terminal would act on.
+                eprintln!("{}", agent_ledger::output::inert(&msg));
                 ExitCode::Sysexit(err.exit_code())
             }
         },

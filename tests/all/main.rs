@@ -4,6 +4,8 @@ mod capture;
 mod classify;
 mod cli;
 mod flake;
+mod hermetic_git;
+mod inert_text;
 mod lock;
 mod readme;
 mod reconcile;

@@ -4,7 +4,7 @@ use crate::capture::{CaptureInput, capture};
 use crate::exit::{Error, ExitCode, Result};
 use crate::input;
 use crate::ledger::RunId;
-use crate::output::{self, OutputFormat};
+use crate::output::{self, OutputFormat, inert};
 use crate::provider::BodyFormat;
 use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use clap::ValueEnum;
@@ -61,6 +61,7 @@ fn resolve_formats(
                     "the body format is given twice (`--body-format` and `--format`, or `--format` twice)".into(),
                 ));
             }
+            let v = inert(v);
             eprintln!(
                 "warning: `--format {v}` names the body format; use `--body-format {v}` (from the next release `--format` names only the output format)"
             );
@@ -111,13 +112,13 @@ impl CaptureArgs {
             let mut text = format!(
                 "{}: run {} ({}, {} bytes, sha256 {})\n",
                 receipt.verdict,
-                receipt.run_id,
-                receipt.format,
+                inert(&receipt.run_id),
+                inert(&receipt.format),
                 receipt.body.bytes,
                 receipt.body.sha256
             );
             for r in &receipt.reasons {
-                text.push_str(&format!("  - {}: {}\n", r.code, r.message));
+                text.push_str(&format!("  - {}: {}\n", inert(&r.code), inert(&r.message)));
             }
             text
         })?;

@@ -7,7 +7,7 @@ use crate::exit::{Error, ExitCode, Result};
 use crate::freeze::{FreezeFile, Row};
 use crate::junit::{self, Status};
 use crate::ledger::{self, Ledger, RunId};
-use crate::output::{self, OutputArgs, OutputFormat};
+use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::record::TranscriptReceipt;
 use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use std::path::{Path, PathBuf};
@@ -173,9 +173,9 @@ fn show(freeze: &FreezeFile, now: OffsetDateTime, format: OutputFormat, head: &s
                 text.push_str(&format!(
                     "{:7}  {}  expires {}  ({})\n",
                     if r.active(now) { "active" } else { "expired" },
-                    r.test,
-                    r.expires,
-                    r.reason
+                    inert(&r.test),
+                    inert(&r.expires),
+                    inert(&r.reason)
                 ));
             }
             output::print(&text)
@@ -317,9 +317,11 @@ fn observe(
                 .expect("the row just written");
             output::print_json(&serde_json::json!({ "frozen": row, "file": s.file }))?
         }
-        OutputFormat::Human => {
-            output::print(&format!("frozen: {test} until {}\n", format_time(expiry)))?
-        }
+        OutputFormat::Human => output::print(&format!(
+            "frozen: {} until {}\n",
+            inert(test),
+            format_time(expiry)
+        ))?,
     }
     Ok(ExitCode::Ok)
 }

@@ -5,7 +5,7 @@ use crate::chain::{self, Locked};
 use crate::exit::{Error, ExitCode, Result};
 use crate::ledger::{self, RunId};
 use crate::lock::{check_consistent, compare, normalize_root, scan};
-use crate::output::{self, OutputArgs};
+use crate::output::{self, OutputArgs, inert};
 use crate::record::FixtureLock;
 use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, Resolved, resolve};
 use std::path::{Path, PathBuf};
@@ -111,7 +111,7 @@ impl LockArgs {
                         "fixture_mismatch: fixture root(s) {} hold no files; no lock was written\n",
                         empty
                             .iter()
-                            .map(|r| format!("`{r}`"))
+                            .map(|r| format!("`{}`", inert(r)))
                             .collect::<Vec<_>>()
                             .join(", ")
                     )
@@ -131,8 +131,8 @@ impl LockArgs {
             format!(
                 "locked {} file(s) under {} for run {} (dirHash {})\n",
                 record.count,
-                record.roots.join(", "),
-                record.run_id,
+                inert(&record.roots.join(", ")),
+                inert(&record.run_id),
                 record.dir_hash
             )
         })?;
@@ -176,7 +176,7 @@ impl LockArgs {
                 ("changed", &drift.changed),
             ] {
                 for p in paths {
-                    text.push_str(&format!("  {kind}: {p}\n"));
+                    text.push_str(&format!("  {kind}: {}\n", inert(p)));
                 }
             }
             text

@@ -2,7 +2,7 @@
 
 use crate::exit::{ExitCode, Result};
 use crate::ledger::RunId;
-use crate::output::{self, OutputArgs, OutputFormat};
+use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use std::path::{Path, PathBuf};
 
@@ -46,7 +46,7 @@ impl PackArgs {
                 "packed {} run(s), {} file(s) -> {}\n",
                 manifest.runs.len(),
                 manifest.files.len(),
-                self.out.display()
+                inert(&self.out.display().to_string())
             ))?,
         }
         Ok(ExitCode::Ok)

@@ -2,7 +2,7 @@
 
 use crate::exit::{Error, ExitCode, Result};
 use crate::ledger::{self, RunId};
-use crate::output::{self, OutputArgs, OutputFormat};
+use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::record::{TranscriptReceipt, VerdictRecord};
 use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
 use crate::verify::Verifier;
@@ -67,7 +67,7 @@ impl SignArgs {
                 "signed: {} verdict of run {run} with key {} -> {}\n",
                 verdict.record.verdict.as_str(),
                 &envelope.signatures[0].keyid[..16],
-                path.display()
+                inert(&path.display().to_string())
             ))?,
         }
         Ok(ExitCode::Ok)
@@ -95,8 +95,8 @@ impl KeygenArgs {
             )?,
             OutputFormat::Human => output::print(&format!(
                 "key {id}\n  secret: {}\n  public: {}\n",
-                self.secret.display(),
-                self.public.display()
+                inert(&self.secret.display().to_string()),
+                inert(&self.public.display().to_string())
             ))?,
         }
         Ok(ExitCode::Ok)

@@ -2,7 +2,7 @@
 //! its harness) calls to touch a tree, so every change is accounted for.
 
 use crate::exit::{Error, ExitCode, Result};
-use crate::output::{self, OutputArgs, OutputFormat};
+use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::reconcile::{abs, changed_paths, display_path, hash_at};
 use crate::trace::{self, Event, Line, Op, Status};
 use std::collections::BTreeMap;
@@ -256,12 +256,12 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
     if !undeclared.is_empty() {
         eprintln!("error: the command changed paths it did not declare with --writes:");
         for p in &undeclared {
-            eprintln!("  {p}");
+            eprintln!("  {}", inert(p));
         }
     } else if code == ExitCode::CommandFailed {
         eprintln!(
             "error: `{}` failed ({status}); agent-ledger exits {} for a failed traced command",
-            command[0].to_string_lossy(),
+            inert(&command[0].to_string_lossy()),
             code.code()
         );
     }

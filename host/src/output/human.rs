@@ -1,6 +1,9 @@
 //! Human renderers: the sentences and tables people read. JSON output is the
 //! serialised record or report itself, so only the human side lives here.
+//! Every value that comes from a record, a plugin, a patch or a tree goes
+//! through `inert` on its way in.
 
+use super::inert;
 use crate::reconcile::Report;
 use crate::record::{PropertyRecord, VerdictRecord};
 use crate::verify::RunReport;
@@ -11,10 +14,10 @@ pub fn verdict(verdict: &VerdictRecord) -> String {
         "verdict: {} (exit {}) for run {}\n",
         verdict.verdict.as_str(),
         verdict.exit_code,
-        verdict.run_id
+        inert(&verdict.run_id)
     );
     for r in &verdict.reasons {
-        text.push_str(&format!("  - {}: {}\n", r.code, r.message));
+        text.push_str(&format!("  - {}: {}\n", inert(&r.code), inert(&r.message)));
     }
     text
 }
@@ -27,7 +30,7 @@ pub fn check(
 ) -> String {
     let mut text = verdict(verdict_record);
     for note in notes {
-        text.push_str(&format!("  note: {note}\n"));
+        text.push_str(&format!("  note: {}\n", inert(note)));
     }
     if let Some(p) = props {
         text.push('\n');
@@ -41,7 +44,7 @@ pub fn property_table(record: &PropertyRecord) -> String {
     let width = record
         .properties
         .iter()
-        .map(|p| p.name.len())
+        .map(|p| inert(&p.name).len())
         .max()
         .unwrap_or(8)
         .max(8);
@@ -50,17 +53,17 @@ pub fn property_table(record: &PropertyRecord) -> String {
         "property", "outcome", "fuel"
     );
     for p in &record.properties {
-        let mut detail: Vec<String> = p.error.iter().cloned().collect();
+        let mut detail: Vec<String> = p.error.iter().map(|e| inert(e).into_owned()).collect();
         detail.extend(p.findings.iter().map(|f| {
-            let at = match (f.path.as_str(), f.line) {
-                ("", _) => String::new(),
+            let at = match (inert(&f.path), f.line) {
+                (path, _) if path.is_empty() => String::new(),
                 (path, Some(l)) => format!("{path}:{l}: "),
                 (path, None) => format!("{path}: "),
             };
             format!(
                 "{}{at}{}",
                 if f.frozen { "[frozen] " } else { "" },
-                f.message
+                inert(&f.message)
             )
         }));
         let fuel = if p.plugin == "host" {
@@ -71,7 +74,7 @@ pub fn property_table(record: &PropertyRecord) -> String {
         let first = detail.first().cloned().unwrap_or_default();
         text.push_str(&format!(
             "  {:width$}  {:8}  {:>12}  {}\n",
-            p.name,
+            inert(&p.name),
             p.outcome.as_str(),
             fuel,
             first
@@ -89,7 +92,7 @@ pub fn property_table(record: &PropertyRecord) -> String {
         ("changed", &record.fixtures.changed),
     ] {
         for p in paths {
-            text.push_str(&format!("  fixture {kind}: {p}\n"));
+            text.push_str(&format!("  fixture {kind}: {}\n", inert(p)));
         }
     }
     text
@@ -114,7 +117,10 @@ pub fn reconcile(r: &Report, result: &str) -> String {
         for o in &r.open {
             text.push_str(&format!(
                 "  {} {} {} (line {})\n",
-                o.span, o.op, o.path, o.line
+                inert(&o.span),
+                inert(&o.op),
+                inert(&o.path),
+                o.line
             ));
         }
     }
@@ -126,14 +132,14 @@ pub fn reconcile(r: &Report, result: &str) -> String {
             text.push_str(title);
             text.push('\n');
             for p in list {
-                text.push_str(&format!("  {p}\n"));
+                text.push_str(&format!("  {}\n", inert(p)));
             }
         }
     }
     if !r.hash_misses.is_empty() {
         text.push_str("hash misses (disk differs from the span):\n");
         for m in &r.hash_misses {
-            text.push_str(&format!("  {}\n", m.path));
+            text.push_str(&format!("  {}\n", inert(&m.path)));
         }
     }
     text
@@ -145,7 +151,7 @@ pub fn verify(archive_problems: &[String], reports: &[RunReport]) -> String {
     if !archive_problems.is_empty() {
         text.push_str("FAILED  archive manifest\n");
         for p in archive_problems {
-            text.push_str(&format!("  - {p}\n"));
+            text.push_str(&format!("  - {}\n", inert(p)));
         }
     }
     let mut failed = 0;
@@ -153,13 +159,14 @@ pub fn verify(archive_problems: &[String], reports: &[RunReport]) -> String {
         if report.ok {
             text.push_str(&format!(
                 "ok      {} (signature: {})\n",
-                report.run_id, report.signature
+                inert(&report.run_id),
+                inert(&report.signature)
             ));
         } else {
             failed += 1;
-            text.push_str(&format!("FAILED  {}\n", report.run_id));
+            text.push_str(&format!("FAILED  {}\n", inert(&report.run_id)));
             for f in &report.failures {
-                text.push_str(&format!("  - {f}\n"));
+                text.push_str(&format!("  - {}\n", inert(f)));
             }
         }
     }

@@ -1,8 +1,9 @@
 //! Path bounds, judged as part of `patch_applies`: a patch may not name a
 //! path outside the tree (absolute, `..`, `.git`), may not touch a protected
-//! path (the configuration, the flake-freeze file, the ledger, plugins and
-//! known-bad patches, `[protect].paths`), and may not leave a symlink that
-//! points out of the tree.
+//! path (the configuration, `.gitattributes`, `.gitmodules`, the
+//! flake-freeze file, the ledger, plugins and known-bad patches,
+//! `[protect].paths`), and may not leave a symlink that points out of the
+//! tree.
 
 use crate::config;
 use crate::exit::{Error, Result};
@@ -21,6 +22,10 @@ pub(super) fn protected(
     let c = &loaded.config;
     let mut patterns = vec![
         config::FILE_NAME.to_string(),
+        // Git reads these from the tree: attributes select filters and
+        // drivers, and submodules name repositories to fetch.
+        "**/.gitattributes".to_string(),
+        ".gitmodules".to_string(),
         c.flakes.file.clone(),
         c.ledger.clone(),
     ];

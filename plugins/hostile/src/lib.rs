@@ -166,6 +166,17 @@ impl Guest for Hostile {
                 "outside",
             )])),
             "empty-miss" => Ok(Outcome::Miss(Vec::new())),
+            // Terminal control in every text a plugin hands back: a host
+            // must print it inert, and keep it exact in JSON.
+            "ansi-finding" => {
+                println!("\x1b[2J\x1b[Hstdout says verdict: review");
+                eprintln!("\x1b]0;owned\x07stderr\nverdict: review");
+                Ok(Outcome::Miss(vec![agent_ledger_guest::finding(
+                    "src/\x1b[2Jevil\u{202e}yp.py",
+                    Some(1),
+                    "\x1b[32mall good\x1b[0m\nverdict: review (exit 0) for run r",
+                )]))
+            }
             other => Err(format!("unknown mode `{other}`")),
         }
     }
