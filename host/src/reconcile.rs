@@ -17,11 +17,13 @@ use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Paths that differ from HEAD in the working tree or index.
 pub fn changed_paths(repo: &Path) -> Result<BTreeSet<Vec<u8>>> {
-    let out = Command::new("git")
+    // The hermetic git of `git`: no global config, excludes file, fsmonitor
+    // or hook of the agent's choosing takes part in judging its tree.
+    let out = crate::git::Repo::open(repo)?
+        .command()
         .args([
             "-c",
             "core.quotePath=false",
@@ -30,11 +32,6 @@ pub fn changed_paths(repo: &Path) -> Result<BTreeSet<Vec<u8>>> {
             "-z",
             "-uall",
         ])
-        .current_dir(repo)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(Stdio::null())
         .output()
         .map_err(|e| Error::Internal(format!("cannot run git status: {e}")))?;
     if !out.status.success() {

@@ -335,7 +335,6 @@ fn a_patch_touching_gitmodules_or_gitattributes_is_a_patch_applies_miss() {
 /// Reconcile reads the agent's working tree with `git status`: a global
 /// fsmonitor, hook or excludes file must not run or hide anything there.
 #[test]
-#[ignore = "host/src/reconcile.rs still builds its own git command: switch it to `git::Repo::command`"]
 fn reconcile_ignores_the_global_config() {
     let traps = Traps::new();
     let excludes = traps.dir.path().join("excludes");
