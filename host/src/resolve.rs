@@ -34,6 +34,38 @@ pub struct ConfigArgs {
     pub config: Option<PathBuf>,
 }
 
+/// `--repo DIR` and `--config FILE`: what every command that reads the
+/// configuration takes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ScopeArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+impl ScopeArgs {
+    /// Resolves these flags and `--ledger` as `needs` asks.
+    pub fn resolve(&self, ledger: Option<&Path>, needs: Needs<'_>) -> Result<Resolved> {
+        resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            needs,
+        )
+    }
+
+    /// The ledger, for a command that reads the configuration only to find
+    /// it (`capture`, `classify`, `sign`, `pack`).
+    pub fn ledger(&self, ledger: Option<&Path>) -> Result<Ledger> {
+        let needs = Needs {
+            repo: false,
+            config_at: ConfigAt::LedgerOnly,
+        };
+        Ok(self.resolve(ledger, needs)?.ledger)
+    }
+}
+
 /// What a command asks of the resolution.
 #[derive(Debug, Clone, Copy)]
 pub struct Needs<'a> {

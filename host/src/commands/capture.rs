@@ -6,7 +6,7 @@ use crate::input;
 use crate::ledger::RunId;
 use crate::output::{self, OutputFormat, inert};
 use crate::provider::BodyFormat;
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use crate::resolve::ScopeArgs;
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 
@@ -37,9 +37,7 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub config: ConfigArgs,
+    pub scope: ScopeArgs,
 }
 
 /// Splits the values of `--format` into the output format and, deprecated,
@@ -78,15 +76,7 @@ impl CaptureArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         let run = RunId::parse(&self.run)?;
         let (format, output) = resolve_formats(self.body_format, &self.formats)?;
-        let resolved = resolve(
-            self.repo.repo.as_deref(),
-            self.config.config.as_deref(),
-            ledger,
-            Needs {
-                repo: false,
-                config_at: ConfigAt::LedgerOnly,
-            },
-        )?;
+        let ledger = self.scope.ledger(ledger)?;
         let body = input::read_file_or_stdin(&self.body, input::BODY_CAP)?;
         let trace = match &self.trace {
             Some(path) => {
@@ -97,7 +87,7 @@ impl CaptureArgs {
             None => None,
         };
         let receipt = capture(
-            &resolved.ledger,
+            &ledger,
             CaptureInput {
                 run: &run,
                 format,

@@ -5,7 +5,7 @@ use crate::classify::{Records, classify};
 use crate::exit::{ExitCode, Result};
 use crate::ledger::{self, RunId};
 use crate::output::{self, OutputArgs};
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use crate::resolve::ScopeArgs;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -23,9 +23,7 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "FILE")]
     pub properties: Option<PathBuf>,
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub config: ConfigArgs,
+    pub scope: ScopeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -33,16 +31,7 @@ pub struct ClassifyArgs {
 impl ClassifyArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         let run = RunId::parse(&self.run)?;
-        let ledger = resolve(
-            self.repo.repo.as_deref(),
-            self.config.config.as_deref(),
-            ledger,
-            Needs {
-                repo: false,
-                config_at: ConfigAt::LedgerOnly,
-            },
-        )?
-        .ledger;
+        let ledger = self.scope.ledger(ledger)?;
         // An explicitly named record must exist; a default one may be missing.
         fn load<T: crate::record::Record>(
             explicit: Option<PathBuf>,

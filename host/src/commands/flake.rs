@@ -9,7 +9,7 @@ use crate::junit::{self, Status};
 use crate::ledger::{self, Ledger, RunId};
 use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::record::TranscriptReceipt;
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use crate::resolve::{ConfigAt, Needs, ScopeArgs};
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 
@@ -22,11 +22,7 @@ pub struct FlakeArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct FreezeWhere {
     #[command(flatten)]
-    pub repo: RepoArgs,
-    /// The configuration (which names the freeze file and the ledger)
-    /// [default: `agent-ledger.toml` in the working tree].
-    #[command(flatten)]
-    pub config: ConfigArgs,
+    pub scope: ScopeArgs,
     /// The freeze file [default: `[flakes].file` of the configuration, else `flakes.toml`].
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -81,9 +77,7 @@ struct Setup {
 }
 
 fn setup(at: &FreezeWhere, ledger: Option<&Path>) -> Result<Setup> {
-    let resolved = resolve(
-        at.repo.repo.as_deref(),
-        at.config.config.as_deref(),
+    let resolved = at.scope.resolve(
         ledger,
         Needs {
             repo: false,

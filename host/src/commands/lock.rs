@@ -7,7 +7,7 @@ use crate::ledger::{self, RunId};
 use crate::lock::{check_consistent, compare, normalize_root, scan};
 use crate::output::{self, OutputArgs, inert};
 use crate::record::FixtureLock;
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, Resolved, resolve};
+use crate::resolve::{ConfigAt, Needs, Resolved, ScopeArgs};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -29,9 +29,7 @@ pub struct LockArgs {
     #[arg(long, value_name = "LOCKFILE")]
     pub compare: Option<PathBuf>,
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub config: ConfigArgs,
+    pub scope: ScopeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -43,9 +41,7 @@ impl LockArgs {
             .iter()
             .map(|r| normalize_root(r))
             .collect::<Result<Vec<_>>>()?;
-        let resolved = resolve(
-            self.repo.repo.as_deref(),
-            self.config.config.as_deref(),
+        let resolved = self.scope.resolve(
             ledger,
             Needs {
                 repo: false,

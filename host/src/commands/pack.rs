@@ -3,7 +3,7 @@
 use crate::exit::{ExitCode, Result};
 use crate::ledger::RunId;
 use crate::output::{self, OutputArgs, OutputFormat, inert};
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use crate::resolve::ScopeArgs;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -15,25 +15,14 @@ pub struct PackArgs {
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub config: ConfigArgs,
+    pub scope: ScopeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl PackArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
-        let ledger = &resolve(
-            self.repo.repo.as_deref(),
-            self.config.config.as_deref(),
-            ledger,
-            Needs {
-                repo: false,
-                config_at: ConfigAt::LedgerOnly,
-            },
-        )?
-        .ledger;
+        let ledger = &self.scope.ledger(ledger)?;
         let runs = self
             .runs
             .iter()

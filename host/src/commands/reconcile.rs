@@ -4,34 +4,29 @@ use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs};
 use crate::paths::relative_to;
 use crate::reconcile::reconcile;
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use crate::resolve::{ConfigAt, Needs, ScopeArgs};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct ReconcileArgs {
+    /// `--repo`, and `--config FILE` (outside the repository) instead of
+    /// `agent-ledger.toml` at HEAD: the working tree's copy is the agent's.
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub scope: ScopeArgs,
     /// The tool-call trace (JSONL).
     #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
     pub trace: PathBuf,
     /// Exit 3 when the tree is clean and no write or delete span exists.
     #[arg(long)]
     pub require_mutation: bool,
-    /// Read the configuration (which names the ledger, never counted as a
-    /// change) from FILE outside the repository instead of
-    /// `agent-ledger.toml` at HEAD; the working tree's copy is the agent's.
-    #[command(flatten)]
-    pub config: ConfigArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl ReconcileArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
-        let resolved = resolve(
-            self.repo.repo.as_deref(),
-            self.config.config.as_deref(),
+        let resolved = self.scope.resolve(
             ledger,
             Needs {
                 repo: true,

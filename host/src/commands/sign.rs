@@ -4,7 +4,7 @@ use crate::exit::{Error, ExitCode, Result};
 use crate::ledger::{self, RunId};
 use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::record::{TranscriptReceipt, VerdictRecord};
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use crate::resolve::ScopeArgs;
 use crate::verify::Verifier;
 use std::path::{Path, PathBuf};
 
@@ -17,25 +17,14 @@ pub struct SignArgs {
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub config: ConfigArgs,
+    pub scope: ScopeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl SignArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
-        let ledger = &resolve(
-            self.repo.repo.as_deref(),
-            self.config.config.as_deref(),
-            ledger,
-            Needs {
-                repo: false,
-                config_at: ConfigAt::LedgerOnly,
-            },
-        )?
-        .ledger;
+        let ledger = &self.scope.ledger(ledger)?;
         let run = RunId::parse(&self.run)?;
         let key = crate::sign::load_signing(&self.key)?;
         // Only a run that verifies is signed.

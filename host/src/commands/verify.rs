@@ -4,7 +4,7 @@
 use crate::exit::{Error, ExitCode, Result};
 use crate::ledger::Ledger;
 use crate::output::{self, OutputArgs};
-use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs, resolve};
+use crate::resolve::{ConfigAt, Needs, ScopeArgs};
 use crate::sandbox::Sandbox;
 use crate::verify::{Verifier, runs_in};
 use std::path::{Path, PathBuf};
@@ -24,9 +24,7 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub replay: bool,
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub config: ConfigArgs,
+    pub scope: ScopeArgs,
     /// A public key whose signatures are trusted (repeatable). Every signed
     /// verdict must then verify under one of them.
     #[arg(long = "trusted-key", value_name = "FILE")]
@@ -40,15 +38,13 @@ pub struct VerifyArgs {
 
 impl VerifyArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
-        if self.archive.is_some() && (ledger.is_some() || self.config.config.is_some()) {
+        if self.archive.is_some() && (ledger.is_some() || self.scope.config.config.is_some()) {
             return Err(Error::Usage(
                 "`verify ARCHIVE` reads the runs from the archive: drop `--ledger` and `--config`"
                     .into(),
             ));
         }
-        let resolved = resolve(
-            self.repo.repo.as_deref(),
-            self.config.config.as_deref(),
+        let resolved = self.scope.resolve(
             ledger,
             Needs {
                 repo: self.replay,
