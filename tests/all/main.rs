@@ -12,4 +12,5 @@ mod resolve;
 mod sandbox;
 mod snapshots;
 mod support;
+mod test_sandbox;
 mod verify;

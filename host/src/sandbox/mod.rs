@@ -17,6 +17,7 @@
 //! malformed result becomes an `error` outcome with its reason.
 
 mod cache;
+pub use cache::key_path as cache_key_path;
 mod convert;
 mod linker;
 
@@ -24,7 +25,7 @@ pub use linker::ALLOWED_IMPORTS;
 
 use crate::record::{Finding, Outcome};
 use convert::{describe_error, excerpt, from_wit, root_cause, to_wit};
-use linker::{FixedWallClock, audit_imports, make_linker};
+use linker::{FixedWallClock, audit_import_names, audit_imports, make_linker};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -239,7 +240,9 @@ impl Sandbox {
         if !is_component(bytes) {
             return Err(Refusal("not a WebAssembly component (a core module or not wasm at all); build it for wasm32-wasip2".into()));
         }
-        let component = self.compile_cached(bytes, &sha256)?;
+        // Refused before compiling: a refusal costs a parse, not a compile.
+        audit_import_names(bytes)?;
+        let (component, compiled) = self.compile_cached(bytes, &sha256)?;
         audit_imports(&self.engine, &component)?;
         let pre = self
             .linker
@@ -263,6 +266,9 @@ impl Sandbox {
                     describe_error(&e, &Limits::default())
                 ))
             })?;
+        if let cache::Compiled::Fresh = compiled {
+            self.store_cached(&component, &sha256);
+        }
         let plugin = Arc::new(Plugin {
             sha256: sha256.clone(),
             name: info.name,
