@@ -114,21 +114,32 @@ pub fn replay(
             Error::data(&transcript.loaded.path, format!("field `captured_at`: {e}"))
         })?,
     };
-    let (test_run, produced) = match &spec.test {
-        Some(test) => {
-            let (run, report) = replay::run_tests(&spec.repo, &spec.base, &transcript.patch, test)?;
-            (Some(run), report)
+    // The test command runs inside the replay, after the properties that do
+    // not read its report; its report is stored before `tests_pass` reads it.
+    let tests = spec.test.as_ref().map(|test| {
+        move || -> Result<replay::Tested> {
+            let (run, report) = replay::run_tests(
+                &spec.repo,
+                &spec.base,
+                &transcript.patch,
+                test,
+                spec.ledger.root(),
+            )?;
+            let junit = match report {
+                Some(bytes) => Some((chain::store_junit(&spec.ledger, &spec.run, &bytes)?, bytes)),
+                None => None,
+            };
+            Ok((run, junit))
         }
-        None => (None, None),
-    };
-    let junit = match produced.as_ref().or(spec.junit.as_ref()) {
+    });
+    let junit = match &spec.junit {
         Some(bytes) => Some((
             chain::store_junit(&spec.ledger, &spec.run, bytes)?,
             bytes.clone(),
         )),
         None => None,
     };
-    let replayed = replay::run(
+    let replayed = replay::run_with_tests(
         &Replay {
             source: replay::Source::Live,
             run: &spec.run,
@@ -142,9 +153,12 @@ pub fn replay(
             sandbox,
             now,
             junit,
-            test_run,
+            test_run: None,
         },
         trees,
+        tests
+            .as_ref()
+            .map(|t| t as &dyn Fn() -> Result<replay::Tested>),
     )?;
     chain::store_properties(
         &spec.ledger,

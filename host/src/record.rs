@@ -238,11 +238,27 @@ pub struct PropertyRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestRun {
     pub command: String,
-    /// `isolated` (a new network namespace) or `allowed` (`--allow-network`
-    /// when no namespace could be made).
+    /// `isolated` (a new network namespace) or `allowed` (no sandbox could
+    /// be made and `--allow-unsandboxed` ran the command anyway).
     pub network: String,
+    /// `namespaces`: the command ran as an unprivileged user in new user,
+    /// mount, PID, network, IPC and UTS namespaces, with only its patched
+    /// copy, its report directory and a private `/tmp` writable, and
+    /// `$HOME`, the compile cache, its key, the ledger and the user's
+    /// checkout out of sight. `none`: the kernel refused the namespaces and
+    /// `--allow-unsandboxed` ran it as the operator. Absent in records
+    /// written before this field, whose commands had a network namespace
+    /// only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     /// The command's exit code (null when killed by a signal).
     pub exit_code: Option<i32>,
+    /// Set when the host killed the command: `timeout` (past
+    /// `--test-timeout`) or `output_cap` (printed more than
+    /// `--test-output-cap`). Such a run makes the host-side property
+    /// `test_command` an `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl Record for PropertyRecord {

@@ -210,9 +210,21 @@ pub struct TrialArgs {
     /// it must write a JUnit report to the path in `$AGENT_LEDGER_JUNIT`.
     #[arg(long, value_name = "CMD")]
     pub test_cmd: Option<String>,
-    /// Run `--test-cmd` even when no network namespace can be made.
-    #[arg(long, requires = "test_cmd")]
-    pub allow_network: bool,
+    /// Run `--test-cmd` even when the kernel refuses the namespaces of its
+    /// sandbox: as this user, with this user's files and network (the
+    /// record says `sandbox: "none"`). `--allow-network` is an alias.
+    #[arg(long, alias = "allow-network", requires = "test_cmd")]
+    pub allow_unsandboxed: bool,
+    /// Kill `--test-cmd` after this many seconds (the trial is then not
+    /// `review`).
+    #[arg(long, value_name = "SECONDS", requires = "test_cmd",
+          default_value_t = crate::replay::DEFAULT_TEST_TIMEOUT_SECS)]
+    pub test_timeout: u64,
+    /// Kill `--test-cmd` once it has printed more than this many MiB,
+    /// stdout and stderr together (the trial is then not `review`).
+    #[arg(long, value_name = "MIB", requires = "test_cmd",
+          default_value_t = crate::replay::DEFAULT_TEST_OUTPUT_CAP_MIB)]
+    pub test_output_cap: u64,
     /// The instant flake-freeze expiry is judged against (RFC 3339 or a
     /// date) [default: the transcript's `captured_at`].
     #[arg(long, value_name = "T")]
@@ -272,7 +284,16 @@ impl TrialArgs {
                 .clone()
                 .map(|command| crate::replay::TestCommand {
                     command,
-                    allow_network: self.allow_network,
+                    allow_unsandboxed: self.allow_unsandboxed,
+                    timeout: std::time::Duration::from_secs(self.test_timeout),
+                    output_cap: self.test_output_cap.saturating_mul(1 << 20),
+                    // The user's cache stays out of sight even with --no-cache.
+                    hidden: self
+                        .cache_dir
+                        .clone()
+                        .or_else(default_cache_dir)
+                        .into_iter()
+                        .collect(),
                 }),
             now,
         };

@@ -487,10 +487,12 @@ sys.exit({CONNECTED})'"
     // In the sandbox: only an "unreachable" answer copies the passing report,
     // and the test command exits with the probe's answer, which the record
     // keeps.
-    let pass = junit("all-pass");
-    let fail = junit("flaky-and-real-failure");
+    // The reports travel in the command: the sandbox hides temp dirs and
+    // homes, where a checkout of this repository may live.
+    let pass = report_in_command("all-pass");
+    let fail = report_in_command("flaky-and-real-failure");
     let cmd = format!(
-        "{}; rc=$?; if [ \"$rc\" -eq {UNREACHABLE} ]; then cp {pass} \"$AGENT_LEDGER_JUNIT\"; else cp {fail} \"$AGENT_LEDGER_JUNIT\"; fi; exit \"$rc\"",
+        "{}; rc=$?; if [ \"$rc\" -eq {UNREACHABLE} ]; then {pass}; else {fail}; fi; exit \"$rc\"",
         probe(port)
     );
     let cache = cache_dir();
@@ -518,6 +520,7 @@ sys.exit({CONNECTED})'"
     );
     let record = repo.properties("r");
     assert_eq!(record["test_run"]["network"], "isolated");
+    assert_eq!(record["test_run"]["sandbox"], "namespaces");
     assert_eq!(
         record["test_run"]["exit_code"], UNREACHABLE,
         "the probe in the sandbox did not report the listener unreachable \
@@ -529,58 +532,49 @@ sys.exit({CONNECTED})'"
     drop(listener);
 }
 
+/// A shell command writing the fixture report `name` to
+/// `$AGENT_LEDGER_JUNIT`.
+fn report_in_command(name: &str) -> String {
+    let xml = std::fs::read_to_string(junit(name)).unwrap();
+    assert!(!xml.contains('\''), "{name} cannot be single-quoted");
+    format!("printf '%s' '{xml}' > \"$AGENT_LEDGER_JUNIT\"")
+}
+
+/// Where the kernel refuses the test command's sandbox (no new user
+/// namespace can be made: `user.max_user_namespaces` is 0 in the user
+/// namespace `check` runs in), the command runs only with
+/// `--allow-unsandboxed`, or its old name `--allow-network`.
 #[test]
 fn without_a_network_namespace_the_test_command_needs_allow_network() {
     let repo = flaky_repo();
     repo.capture("r", "good");
-    // A PATH with no `unshare` on it: no namespace can be made.
-    let bin = tempdir();
-    for tool in ["git", "sh", "cp"] {
-        let found = std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .unwrap();
-        let target = String::from_utf8(found.stdout).unwrap();
-        assert!(
-            found.status.success() && !target.trim().is_empty(),
-            "`{tool}` is needed for this test and is not on PATH"
-        );
-        std::os::unix::fs::symlink(target.trim(), bin.path().join(tool)).unwrap();
-    }
-    let cmd = format!("cp {} \"$AGENT_LEDGER_JUNIT\"", junit("all-pass"));
+    let cmd = report_in_command("all-pass");
     let cache = cache_dir();
-    let args = [
-        "check",
-        "--run",
-        "r",
-        "--base",
-        "HEAD",
-        "--test-cmd",
-        &cmd,
-        "--cache-dir",
-        cache.to_str().unwrap(),
-    ];
-    let mut c = command(repo.path());
-    let out = c.args(args).env("PATH", bin.path()).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(65),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-network"));
-    let mut c = command(repo.path());
-    let out = c
-        .args(args)
-        .arg("--allow-network")
-        .env("PATH", bin.path())
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(repo.properties("r")["test_run"]["network"], "allowed");
+    let no_userns = |extra: &[&str]| {
+        let out = std::process::Command::new("unshare")
+            .args(["--user", "--map-root-user", "sh", "-c"])
+            .arg(r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$@""#)
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_agent-ledger"))
+            .args(["check", "--run", "r", "--base", "HEAD", "--test-cmd", &cmd])
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(extra)
+            .current_dir(repo.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("`unshare` (util-linux) is needed for this test");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = no_userns(&[]);
+    assert_eq!(code, Some(65), "{stderr}");
+    assert!(stderr.contains("--allow-unsandboxed"), "{stderr}");
+    let (code, stderr) = no_userns(&["--allow-network"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let record = repo.properties("r");
+    assert_eq!(record["test_run"]["network"], "allowed");
+    assert_eq!(record["test_run"]["sandbox"], "none");
 }

@@ -16,4 +16,5 @@ mod sandbox_limits;
 mod scratch;
 mod snapshots;
 mod support;
+mod test_sandbox;
 mod verify;

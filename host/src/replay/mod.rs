@@ -15,7 +15,12 @@
 //! - `property`: one property on the trial (limits, seed, inputs);
 //! - `self_test`: a property on its known-bad patch;
 //! - `artifacts`: where plugin and known-bad bytes come from;
-//! - `test_cmd`: the project's own test command.
+//! - `test_cmd`: the project's own test command, in its sandbox.
+//!
+//! The test command runs after every property that does not read its
+//! report and before those that do (`tests_pass`): it cannot touch what the
+//! others read, and its report still feeds `tests_pass`. A stored record
+//! whose report came from a test command is re-run in the same two phases.
 
 mod artifacts;
 mod bounds;
@@ -23,7 +28,10 @@ mod property;
 mod self_test;
 mod test_cmd;
 
-pub use test_cmd::{TestCommand, run_tests};
+pub use test_cmd::{
+    DEFAULT_OUTPUT_CAP_MIB as DEFAULT_TEST_OUTPUT_CAP_MIB,
+    DEFAULT_TIMEOUT_SECS as DEFAULT_TEST_TIMEOUT_SECS, TestCommand, run_tests,
+};
 
 use crate::config::{self, Config, PropertyConfig};
 use crate::digest::sha256_hex;
@@ -45,6 +53,7 @@ use std::sync::Mutex;
 pub const PATCH_APPLIES: &str = "patch_applies";
 
 /// Where plugins and known-bad patches come from.
+#[derive(Clone, Copy)]
 pub enum Source<'a> {
     /// As configured: built in, the base revision, or an absolute path.
     Live,
@@ -75,6 +84,34 @@ pub struct Replay<'a> {
     /// The test report, when the trial has one, and how it was produced.
     pub junit: Option<(StoredFile, Vec<u8>)>,
     pub test_run: Option<TestRun>,
+}
+
+/// What the test command produced: how it ran, and its report as stored.
+pub type Tested = (TestRun, Option<(StoredFile, Vec<u8>)>);
+
+impl<'a> Replay<'a> {
+    /// The same replay with another report and test run.
+    fn with_report(
+        &self,
+        junit: Option<(StoredFile, Vec<u8>)>,
+        test_run: Option<TestRun>,
+    ) -> Replay<'a> {
+        Replay {
+            source: self.source,
+            run: self.run,
+            repo: self.repo,
+            base: self.base,
+            config: self.config,
+            ledger_root: self.ledger_root,
+            transcript: self.transcript,
+            patch: self.patch,
+            lock: self.lock,
+            sandbox: self.sandbox,
+            now: self.now,
+            junit,
+            test_run,
+        }
+    }
 }
 
 /// What a replay produced: the property record (not yet written) and every
@@ -143,27 +180,54 @@ pub fn properties(config: &Config, present: Present) -> Vec<PropertyConfig> {
         .collect()
 }
 
+/// Whether a property reads the test report: a built-in that declares it
+/// needs one (`tests_pass`). It runs after the test command.
+fn needs_report(p: &PropertyConfig) -> bool {
+    p.plugin.strip_prefix("builtin:").is_some_and(|name| {
+        crate::plugins::BUILTINS
+            .iter()
+            .any(|b| b.name == name && b.needs.contains(&crate::plugins::Need::Junit))
+    })
+}
+
+/// The host-side property that fails a trial whose test command was
+/// stopped or wrote no report.
+pub const TEST_COMMAND: &str = "test_command";
+
 /// One replay in progress: the spec and what it has read so far.
 struct Session<'r, 'a> {
     spec: &'r Replay<'a>,
-    used: Mutex<BTreeMap<String, Vec<u8>>>,
+    used: &'r Mutex<BTreeMap<String, Vec<u8>>>,
 }
 
 /// Runs the replay on `trees` and returns the property record.
 pub fn run(spec: &Replay<'_>, trees: &TrialTrees) -> Result<Replayed> {
-    let session = Session {
-        spec,
-        used: Mutex::new(BTreeMap::new()),
-    };
-    let record = session.replay(trees)?;
+    run_with_tests(spec, trees, None)
+}
+
+/// [`run`], running the test command with `tests` once the properties that
+/// do not read its report have run (`spec.junit` and `spec.test_run` are
+/// then what `tests` returns).
+pub fn run_with_tests(
+    spec: &Replay<'_>,
+    trees: &TrialTrees,
+    tests: Option<&dyn Fn() -> Result<Tested>>,
+) -> Result<Replayed> {
+    let used = Mutex::new(BTreeMap::new());
+    let session = Session { spec, used: &used };
+    let record = session.replay(trees, tests)?;
     Ok(Replayed {
         record,
-        used: session.used.into_inner().unwrap_or_else(|p| p.into_inner()),
+        used: used.into_inner().unwrap_or_else(|p| p.into_inner()),
     })
 }
 
 impl Session<'_, '_> {
-    fn replay(&self, trees: &TrialTrees) -> Result<PropertyRecord> {
+    fn replay(
+        &self,
+        trees: &TrialTrees,
+        tests: Option<&dyn Fn() -> Result<Tested>>,
+    ) -> Result<PropertyRecord> {
         let spec = self.spec;
         let tmp = &trees.tmp;
         let base_tree = &trees.base;
@@ -184,7 +248,11 @@ impl Session<'_, '_> {
             )?;
             present.trace = true;
         }
-        if let Some((_, bytes)) = &spec.junit {
+        // A report from a test command appears only after the first phase.
+        let two_phases = tests.is_some() || spec.test_run.is_some();
+        if let Some((_, bytes)) = &spec.junit
+            && !two_phases
+        {
             write_file(&inputs.join("junit.xml"), bytes)?;
             present.junit = true;
         }
@@ -256,22 +324,87 @@ impl Session<'_, '_> {
             changes,
             config: Vec::new(),
         };
-        let props = properties(&spec.config.config, present);
-        let results: Vec<PropertyResult> = props
-            .par_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                self.run_property(
-                    p,
-                    &trial,
-                    &frozen,
-                    base_tree,
-                    &mounts,
-                    &tmp.path().join(format!("known-bad-{i}")),
-                )
-            })
-            .collect::<Result<_>>()?;
-        record.properties.extend(results);
+        let run_all = |session: &Session<'_, '_>, props: &[PropertyConfig], phase: &str| {
+            props
+                .par_iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    session.run_property(
+                        p,
+                        &trial,
+                        &frozen,
+                        base_tree,
+                        &mounts,
+                        &tmp.path().join(format!("known-bad-{phase}{i}")),
+                    )
+                })
+                .collect::<Result<Vec<PropertyResult>>>()
+        };
+        if !two_phases {
+            let props = properties(&spec.config.config, present);
+            record.properties.extend(run_all(self, &props, "")?);
+            return Ok(record);
+        }
+
+        // First the properties that do not read the report, seeing none.
+        let first_spec = spec.with_report(None, None);
+        let first_session = Session {
+            spec: &first_spec,
+            used: self.used,
+        };
+        let first: Vec<PropertyConfig> = properties(&spec.config.config, present)
+            .into_iter()
+            .filter(|p| !needs_report(p))
+            .collect();
+        let mut first = run_all(&first_session, &first, "a")?.into_iter();
+
+        // Then the test command, then the properties that read its report.
+        let (test_run, junit) = match tests {
+            Some(tests) => {
+                let (run, junit) = tests()?;
+                (Some(run), junit)
+            }
+            None => (spec.test_run.clone(), spec.junit.clone()),
+        };
+        if let Some((_, bytes)) = &junit {
+            write_file(&inputs.join("junit.xml"), bytes)?;
+            present.junit = true;
+        }
+        record.junit = junit.as_ref().map(|(stored, _)| stored.clone());
+        record.test_run = test_run.clone();
+        let complaint = test_run
+            .as_ref()
+            .and_then(|run| match (&run.stopped, &junit) {
+                (Some(why), _) => Some(format!(
+                    "the test command was stopped ({why}) before it finished"
+                )),
+                (None, None) => {
+                    Some("the test command wrote no report to `$AGENT_LEDGER_JUNIT`".into())
+                }
+                (None, Some(_)) => None,
+            });
+        let second_spec = spec.with_report(junit, test_run);
+        let second_session = Session {
+            spec: &second_spec,
+            used: self.used,
+        };
+        let all = properties(&spec.config.config, present);
+        let later: Vec<PropertyConfig> = all.iter().filter(|p| needs_report(p)).cloned().collect();
+        let mut later = run_all(&second_session, &later, "b")?.into_iter();
+        for p in &all {
+            let next = if needs_report(p) {
+                later.next()
+            } else {
+                first.next()
+            };
+            record.properties.extend(next);
+        }
+        if let Some(message) = complaint {
+            let mut result = property::host_result(TEST_COMMAND);
+            result.outcome = Outcome::Error;
+            result.error = Some(message);
+            record.properties.push(result);
+        }
         Ok(record)
     }
 

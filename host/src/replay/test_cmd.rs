@@ -1,28 +1,88 @@
-//! The project's own test command (`check --test-cmd`), run in its own
-//! patched checkout with no network: in a new network namespace, or (only
-//! with `allow_network`) without one when no namespace can be made. The
-//! command finds the report path it must write in `AGENT_LEDGER_JUNIT`.
+//! The project's own test command (`check --test-cmd`): untrusted code (the
+//! test suite as the patch leaves it), run in its own patched copy inside a
+//! sandbox, after the WASI properties that do not read its report.
+//!
+//! The sandbox is made with `hakoniwa` (new user, mount, PID, network, IPC
+//! and UTS namespaces; no helper binary to install, Rust 1.95, works as root
+//! and as an ordinary user). Inside it:
+//!
+//! - the command runs as a non-root user of its own user namespace, so it
+//!   holds no capabilities and cannot remount anything read-write (as
+//!   root, the host's uid 0 is mapped to [`SANDBOX_ID`]);
+//! - writable: the private patched copy, the report's directory, and a
+//!   private `/tmp` (a size-capped tmpfs, also `/dev/shm`); everything else
+//!   the command sees is a read-only bind of the host's top-level
+//!   directories (and of every mount below them), except `/proc` (the
+//!   sandbox's own), `/dev` (null, zero, random, urandom, tty), and
+//!   `/home`, `/root`, `/run`, `/mnt`, `/media`, `/sys`, `/tmp`, which are
+//!   not there at all;
+//! - not visible (an empty tmpfs over them): `$HOME`, the compile-cache
+//!   directory, the cache key's directory, the ledger, the user's
+//!   checkout, and `$TMPDIR` (where the trial's other trees live);
+//! - environment: `PATH`, `LANG`, a fresh `HOME` in the private `/tmp`,
+//!   and `AGENT_LEDGER_JUNIT`; nothing else;
+//! - no network (a new network namespace with only a loopback that is
+//!   down), and every process dies with the command (PID namespace);
+//! - a wall-clock limit and an output cap, either of which kills it.
+//!
+//! When the kernel refuses the namespaces the command is not run, unless
+//! the operator passes `--allow-unsandboxed` (alias `--allow-network`): then
+//! it runs as the operator, in its own process group, with the same scrubbed
+//! environment, limits and fresh `HOME`, and the record says
+//! `sandbox: "none"`, `network: "allowed"`.
 
 use super::{tempdir, write_file};
 use crate::exit::{Error, Result};
 use crate::git::{Applied, Repo};
 use crate::record::TestRun;
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-/// A test command and whether it may run without a network namespace.
+/// The default wall-clock limit (`--test-timeout`).
+pub const DEFAULT_TIMEOUT_SECS: u64 = 1800;
+/// The default cap on what the command prints, stdout and stderr together
+/// (`--test-output-cap`).
+pub const DEFAULT_OUTPUT_CAP_MIB: u64 = 16;
+/// The uid and gid the command runs as inside its user namespace when the
+/// host user is root (any non-zero id: it holds no capabilities).
+pub const SANDBOX_ID: u32 = 1000;
+/// The size of the private `/tmp` and `/dev/shm`.
+const TMPFS_SIZE: &str = "size=1g";
+/// How often the host looks at the command while it runs.
+const POLL: Duration = Duration::from_millis(20);
+
+/// A test command and how it may run.
 #[derive(Debug, Clone)]
 pub struct TestCommand {
     pub command: String,
-    pub allow_network: bool,
+    /// Run without a sandbox when the kernel refuses namespaces
+    /// (`--allow-unsandboxed`).
+    pub allow_unsandboxed: bool,
+    /// Killed when it runs longer (`--test-timeout`).
+    pub timeout: Duration,
+    /// Killed when it prints more, stdout and stderr together
+    /// (`--test-output-cap`).
+    pub output_cap: u64,
+    /// Host paths the command must not see besides the ones every run
+    /// hides (the compile-cache directory).
+    pub hidden: Vec<PathBuf>,
 }
 
-/// Runs `test` on `patch` applied to `base`. Returns how it ran and the
-/// report (`None` when it wrote none).
+/// Why the host stopped the command.
+const STOPPED_TIMEOUT: &str = "timeout";
+const STOPPED_OUTPUT: &str = "output_cap";
+
+/// Runs `test` on `patch` applied to `base`, in a copy of its own. Returns
+/// how it ran and the report (`None` when it wrote none).
 pub fn run_tests(
     repo: &Repo,
     base: &str,
     patch: &[u8],
     test: &TestCommand,
+    ledger_root: &Path,
 ) -> Result<(TestRun, Option<Vec<u8>>)> {
     let tmp = tempdir()?;
     let patch_file = tmp.path().join("patch.diff");
@@ -33,42 +93,457 @@ pub fn run_tests(
             "the patch does not apply, so the test command cannot run: {msg}"
         )));
     }
-    let isolated = Command::new("unshare")
-        .args(["--net", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !isolated && !test.allow_network {
-        return Err(Error::Refused(
-            "no network namespace can be made here (`unshare --net`), so the test command would have network access; pass --allow-network to run it anyway".into(),
-        ));
+    let report_dir = tmp.path().join("report");
+    let home = tmp.path().join("home");
+    for dir in [&report_dir, &home] {
+        std::fs::create_dir(dir).map_err(|e| Error::write(dir, e))?;
     }
-    let report = tmp.path().join("junit.xml");
-    let mut cmd = if isolated {
-        let mut c = Command::new("unshare");
-        c.args(["--net", "--", "sh", "-c", &test.command]);
-        c
-    } else {
-        let mut c = Command::new("sh");
-        c.args(["-c", &test.command]);
-        c
+    let report = report_dir.join("junit.xml");
+    let mut hidden = test.hidden.clone();
+    hidden.push(repo.root.clone());
+    hidden.push(ledger_root.to_path_buf());
+    hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
+    hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
+    hidden.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
+    let jail = Jail {
+        tree: &co.tree,
+        report_dir: &report_dir,
+        hidden: &hidden,
+        scratch: tmp.path(),
     };
-    let status = cmd
-        .current_dir(&co.tree)
-        .env("AGENT_LEDGER_JUNIT", &report)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| Error::Internal(format!("cannot run the test command: {e}")))?;
-    let junit = match std::fs::read(&report) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::read(&report, e)),
+    let env = |home: &str| -> Vec<(String, String)> {
+        let mut env = vec![
+            (
+                "PATH".to_string(),
+                std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+            ),
+            ("HOME".to_string(), home.to_string()),
+            (
+                "AGENT_LEDGER_JUNIT".to_string(),
+                report.to_string_lossy().into_owned(),
+            ),
+        ];
+        env.extend(std::env::var("LANG").ok().map(|l| ("LANG".to_string(), l)));
+        env
     };
+
+    let (sandbox, ran) = match jail.probe() {
+        Ok(()) => (
+            "namespaces",
+            jail.run(&test.command, &env(SANDBOX_HOME), test)?,
+        ),
+        Err(why) if test.allow_unsandboxed => {
+            eprintln!(
+                "warning: the test command runs without a sandbox (--allow-unsandboxed): {why}"
+            );
+            (
+                "none",
+                run_unsandboxed(&test.command, &co.tree, &env(&home.to_string_lossy()), test)?,
+            )
+        }
+        Err(why) => {
+            return Err(Error::Refused(format!(
+                "the test command's sandbox cannot be made here ({why}), so it would run with this user's files, environment and network; pass --allow-unsandboxed to run it anyway"
+            )));
+        }
+    };
+    let junit = read_report(&report)?;
     let run = TestRun {
         command: test.command.clone(),
-        network: if isolated { "isolated" } else { "allowed" }.into(),
-        exit_code: status.code(),
+        network: if sandbox == "none" {
+            "allowed"
+        } else {
+            "isolated"
+        }
+        .into(),
+        sandbox: Some(sandbox.into()),
+        exit_code: ran.exit_code,
+        stopped: ran.stopped.map(str::to_string),
     };
     Ok((run, junit))
+}
+
+/// The report the command wrote: a regular file only (a symlink the
+/// command planted is never followed out of its sandbox), size-capped.
+fn read_report(report: &Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::symlink_metadata(report) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::read(report, e)),
+        Ok(meta) if !meta.is_file() => Err(Error::data(
+            report,
+            "the test command's report is not a regular file",
+        )),
+        Ok(_) => crate::input::read_file(report, crate::input::REPORT_CAP).map(Some),
+    }
+}
+
+/// `HOME` inside the sandbox.
+const SANDBOX_HOME: &str = "/tmp/home";
+
+/// How the command ended.
+struct Ran {
+    exit_code: Option<i32>,
+    stopped: Option<&'static str>,
+}
+
+/// The sandbox's layout.
+struct Jail<'a> {
+    tree: &'a Path,
+    report_dir: &'a Path,
+    hidden: &'a [PathBuf],
+    /// Where the empty directories shown over hidden ones live.
+    scratch: &'a Path,
+}
+
+/// Top-level directories never bound into the sandbox: made fresh
+/// (`/proc`, `/dev`, `/tmp`), or nobody's business (homes, runtime sockets,
+/// removable and other mounts, kernel interfaces).
+/// Made fresh in every sandbox: never a hidden path's bind.
+const FRESH: &[&str] = &["/tmp", "/dev", "/dev/shm", "/proc"];
+
+const NOT_BOUND: &[&str] = &[
+    "proc",
+    "dev",
+    "tmp",
+    "sys",
+    "run",
+    "home",
+    "root",
+    "mnt",
+    "media",
+    "lost+found",
+];
+
+impl Jail<'_> {
+    fn container(&self) -> Result<hakoniwa::Container> {
+        use hakoniwa::{Container, MountOptions, Namespace};
+        let mut c = Container::new();
+        for ns in [Namespace::Network, Namespace::Ipc, Namespace::Uts] {
+            c.unshare(ns);
+        }
+        let me = nix::unistd::geteuid().as_raw();
+        let my_group = nix::unistd::getegid().as_raw();
+        c.uidmap(if me == 0 { SANDBOX_ID } else { me });
+        c.gidmap(if me == 0 { SANDBOX_ID } else { my_group });
+        c.hostname("agent-ledger-tests");
+        let root = Path::new("/");
+        let top = std::fs::read_dir(root).map_err(|e| Error::read(root, e))?;
+        let mut bound = Vec::new();
+        for entry in top {
+            let entry = entry.map_err(|e| Error::read(root, e))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if NOT_BOUND.contains(&name.as_ref()) {
+                continue;
+            }
+            let path = entry.path();
+            let ft = entry.file_type().map_err(|e| Error::read(&path, e))?;
+            if ft.is_symlink() {
+                let target = std::fs::read_link(&path).map_err(|e| Error::read(&path, e))?;
+                c.symlink(&target.to_string_lossy(), &path.to_string_lossy());
+            } else if ft.is_dir() {
+                c.bindmount_ro(&path.to_string_lossy(), &path.to_string_lossy());
+                bound.push(path);
+            }
+        }
+        // A read-only remount does not reach the mounts below a bind: bind
+        // each of them read-only too.
+        for mount in host_mounts() {
+            if mount != root
+                && bound.iter().any(|b| mount.starts_with(b))
+                && !self.hidden.iter().any(|h| mount.starts_with(h))
+            {
+                let m = mount.to_string_lossy();
+                c.bindmount_ro(&m, &m);
+            }
+        }
+        let flags = MountOptions::NOSUID | MountOptions::NODEV;
+        let tmpfs = |c: &mut Container, target: &str| {
+            c.mount(
+                "tmpfs",
+                target,
+                "tmpfs",
+                flags,
+                Some(format!("{TMPFS_SIZE},mode=1777")),
+            );
+        };
+        c.devfsmount("/dev");
+        tmpfs(&mut c, "/tmp");
+        tmpfs(&mut c, "/dev/shm");
+        // Each hidden directory is a read-only bind of an empty directory of
+        // its own (an empty tmpfs would be writable by the command, and
+        // could not hold the mount points of a tree below it).
+        for (i, hide) in self.hidden.iter().enumerate() {
+            // Canonical, because the sandbox mirrors the real directories.
+            let Ok(hide) = std::fs::canonicalize(hide) else {
+                continue;
+            };
+            if FRESH.iter().any(|f| hide == Path::new(f)) || hide == root || !hide.is_dir() {
+                continue;
+            }
+            let empty = self.scratch.join(format!("hidden-{i}"));
+            std::fs::create_dir_all(&empty).map_err(|e| Error::write(&empty, e))?;
+            c.bindmount_ro(&empty.to_string_lossy(), &hide.to_string_lossy());
+        }
+        c.dir(SANDBOX_HOME, 0o700);
+        for rw in [self.tree, self.report_dir] {
+            let rw = rw.to_string_lossy();
+            c.bindmount_rw(&rw, &rw);
+        }
+        Ok(c)
+    }
+
+    /// Makes the sandbox once with a command that does nothing: an error
+    /// says why the kernel (or this machine) refuses it.
+    fn probe(&self) -> std::result::Result<(), String> {
+        let c = self.container().map_err(|e| e.to_string())?;
+        let null = || dev_null().map_err(|e| format!("cannot open /dev/null: {e}"));
+        let status = c
+            .command("/bin/sh")
+            .args(["-c", ":"])
+            .stdin(null()?)
+            .stdout(null()?)
+            .stderr(null()?)
+            .status()
+            .map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(status.reason)
+        }
+    }
+
+    fn run(&self, command: &str, env: &[(String, String)], test: &TestCommand) -> Result<Ran> {
+        let c = self.container()?;
+        let mut cmd = c.command("/bin/sh");
+        cmd.args(["-c", command])
+            .current_dir(self.tree)
+            .stdin(dev_null().map_err(|e| Error::read(Path::new("/dev/null"), e))?)
+            .stdout(hakoniwa::Stdio::piped())
+            .stderr(hakoniwa::Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
+        let pumps = Pumps::start(
+            test.output_cap,
+            child
+                .stdout
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        );
+        let mut stopped = None;
+        let deadline = Instant::now() + test.timeout;
+        let status = loop {
+            let status = child
+                .try_wait()
+                .map_err(|e| Error::Internal(format!("cannot wait for the test command: {e}")))?;
+            if let Some(status) = status {
+                break status;
+            }
+            if stopped.is_none() {
+                stopped = pumps.over_cap().then_some(STOPPED_OUTPUT);
+                if Instant::now() >= deadline {
+                    stopped = Some(STOPPED_TIMEOUT);
+                }
+                if stopped.is_some() {
+                    // Kills the sandbox's first process; the kernel then
+                    // kills every process left in its PID namespace.
+                    let _ = child.kill();
+                }
+            }
+            std::thread::sleep(POLL);
+        };
+        pumps.finish();
+        if stopped.is_none() && status.exit_code.is_none() && status.code == 125 {
+            return Err(Error::Internal(format!(
+                "the test command's sandbox failed: {}",
+                status.reason
+            )));
+        }
+        Ok(Ran {
+            exit_code: status.exit_code,
+            stopped,
+        })
+    }
+}
+
+fn dev_null() -> std::io::Result<hakoniwa::Stdio> {
+    Ok(std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?
+        .into())
+}
+
+/// Mount points of this process's mount namespace.
+fn host_mounts() -> Vec<PathBuf> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    info.lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|m| PathBuf::from(unescape_mount(m)))
+        .collect()
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape_mount(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && let Some(v) = bytes
+                .get(i + 1..i + 4)
+                .and_then(|d| std::str::from_utf8(d).ok())
+                .and_then(|d| u8::from_str_radix(d, 8).ok())
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Without a sandbox (`--allow-unsandboxed`): the operator's user, its own
+/// process group (killed whole when stopped or done), the scrubbed
+/// environment and the same limits.
+fn run_unsandboxed(
+    command: &str,
+    tree: &Path,
+    env: &[(String, String)],
+    test: &TestCommand,
+) -> Result<Ran> {
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .current_dir(tree)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Internal(format!("cannot run the test command: {e}")))?;
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let kill_group = || {
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    };
+    let pumps = Pumps::start(
+        test.output_cap,
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let mut stopped = None;
+    let deadline = Instant::now() + test.timeout;
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| Error::Internal(format!("cannot wait for the test command: {e}")))?
+        {
+            break status;
+        }
+        if stopped.is_none() {
+            stopped = pumps.over_cap().then_some(STOPPED_OUTPUT);
+            if Instant::now() >= deadline {
+                stopped = Some(STOPPED_TIMEOUT);
+            }
+            if stopped.is_some() {
+                kill_group();
+            }
+        }
+        std::thread::sleep(POLL);
+    };
+    // What it left behind in its group goes too (a process that made its
+    // own session escapes this: that is what the sandbox is for).
+    kill_group();
+    pumps.finish();
+    Ok(Ran {
+        exit_code: status.code(),
+        stopped,
+    })
+}
+
+/// Copies the command's stdout and stderr to ours (stderr: our stdout is
+/// for our own output), up to the cap, and counts every byte.
+struct Pumps {
+    seen: Arc<AtomicU64>,
+    cap: u64,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    done: Arc<AtomicBool>,
+}
+
+impl Pumps {
+    fn start(
+        cap: u64,
+        out: Option<Box<dyn Read + Send>>,
+        err: Option<Box<dyn Read + Send>>,
+    ) -> Pumps {
+        let seen = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let threads = [out, err]
+            .into_iter()
+            .flatten()
+            .map(|mut reader| {
+                let (seen, done) = (seen.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = reader.read(&mut buf) {
+                        if n == 0 || done.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let before = seen.fetch_add(n as u64, Ordering::Relaxed);
+                        if before < cap {
+                            let keep = n.min((cap - before) as usize);
+                            let _ = std::io::stderr().lock().write_all(&buf[..keep]);
+                        }
+                    }
+                })
+            })
+            .collect();
+        Pumps {
+            seen,
+            cap,
+            threads,
+            done,
+        }
+    }
+
+    fn over_cap(&self) -> bool {
+        self.seen.load(Ordering::Relaxed) > self.cap
+    }
+
+    /// Waits for the pipes to close (every writer is dead once the command
+    /// has ended in its PID namespace); a writer that outlived an
+    /// unsandboxed command is not waited for.
+    fn finish(self) {
+        let grace = Instant::now() + Duration::from_secs(1);
+        while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < grace {
+            std::thread::sleep(POLL);
+        }
+        self.done.store(true, Ordering::Relaxed);
+        if self.seen.load(Ordering::Relaxed) > self.cap {
+            eprintln!(
+                "warning: the test command printed more than {} bytes; it was stopped and its output cut",
+                self.cap
+            );
+        }
+    }
 }

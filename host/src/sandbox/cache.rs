@@ -1,53 +1,209 @@
 //! The on-disk cache of compiled components, keyed by the component's
-//! sha256 and the engine's compatibility hash. An entry is used only when its
-//! bytes match the digest written beside it; anything else is recompiled.
+//! sha256 and the engine's compatibility hash.
+//!
+//! Compiled code runs natively once deserialized, so the cache is an input
+//! to trust only when this user's agent-ledger wrote it: every entry starts
+//! with an HMAC-SHA256, under a per-user secret key, of the engine hash, the
+//! component's sha256 and the compiled bytes. Anything in doubt (no key, a
+//! key that is not this user's 0600 file, a wrong tag, a short or
+//! unreadable entry) is recompiled. A digest beside the entry would not do:
+//! whoever can write the entry can write its digest.
+//!
+//! The key lives at `$XDG_STATE_HOME/agent-ledger/cache.key` (else
+//! `~/.local/state/agent-ledger/cache.key`), 0600 in a 0700 directory,
+//! outside every tree a plugin or the test command can see; it is made on
+//! first use.
 
 use super::{Refusal, Sandbox, root_cause};
-use std::path::Path;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use wasmtime::component::Component;
 
-impl Sandbox {
-    pub(super) fn compile_cached(&self, bytes: &[u8], sha256: &str) -> Result<Component, Refusal> {
-        let compile = || {
-            Component::new(&self.engine, bytes)
-                .map_err(|e| Refusal(format!("does not compile: {}", root_cause(&e))))
-        };
-        let Some(dir) = &self.cache_dir else {
-            return compile();
-        };
-        let path = dir.join(format!("{sha256}-{}.cwasm", self.engine_hash));
-        if let Some(component) = self.read_cache(&path) {
-            return Ok(component);
-        }
-        let component = compile()?;
-        if let Ok(serialized) = component.serialize() {
-            // The cache is an optimisation: failing to write it is not an error.
-            let _ = write_cache(dir, &path, &serialized);
-        }
-        Ok(component)
-    }
+const KEY_LEN: usize = 32;
+const TAG_LEN: usize = 32;
+/// Separates this use of the key from any other.
+const DOMAIN: &[u8] = b"agent-ledger compiled-component cache v1\0";
 
-    /// A cache entry is trusted only when its bytes match the digest written
-    /// beside it; anything else is recompiled.
-    fn read_cache(&self, path: &Path) -> Option<Component> {
-        let bytes = std::fs::read(path).ok()?;
-        let expected = std::fs::read_to_string(path.with_extension("cwasm.sha256")).ok()?;
-        if crate::digest::sha256_hex(&bytes) != expected.trim() {
-            return None;
-        }
-        // SAFETY: the bytes were produced by `Component::serialize` of this
-        // engine configuration (the file name carries its compatibility hash)
-        // and are unchanged since (their sha256 matches the sidecar written
-        // with them); wasmtime also checks the header and engine settings.
-        unsafe { Component::deserialize(&self.engine, &bytes) }.ok()
+/// The per-user cache key's path, or `None` when neither `$XDG_STATE_HOME`
+/// nor `$HOME` is set (then nothing is cached on disk).
+pub fn key_path() -> Option<PathBuf> {
+    let env = |k| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    env("XDG_STATE_HOME")
+        .or_else(|| env("HOME").map(|h| h.join(".local/state")))
+        .map(|d| d.join("agent-ledger/cache.key"))
+}
+
+/// This process's key: read (or made) once.
+fn key() -> Option<&'static [u8; KEY_LEN]> {
+    static KEY: OnceLock<Option<[u8; KEY_LEN]>> = OnceLock::new();
+    KEY.get_or_init(|| load_or_create_key(&key_path()?))
+        .as_ref()
+}
+
+/// Reads the key at `path`, making it first when there is none. Returns
+/// `None` (no disk cache) for anything but this user's own regular file of
+/// the right length, unreadable by others, in a directory only this user
+/// can write.
+fn load_or_create_key(path: &Path) -> Option<[u8; KEY_LEN]> {
+    let dir = path.parent()?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .ok()?;
+    let me = nix::unistd::geteuid().as_raw();
+    let dir_meta = std::fs::symlink_metadata(dir).ok()?;
+    if !dir_meta.is_dir() || dir_meta.uid() != me || dir_meta.mode() & 0o022 != 0 {
+        return None;
+    }
+    match read_key(path, me) {
+        Ok(key) => return key,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => return None,
+    }
+    // Made under a temporary name and linked into place, so two processes
+    // racing here end with one key, and nobody reads a half-written one.
+    let mut fresh = [0u8; KEY_LEN];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut fresh))
+        .ok()?;
+    let tmp = dir.join(format!("cache.key.{}.tmp", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, &fresh)?;
+            f.sync_all()
+        });
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Some(fresh),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_key(path, me).ok()?,
+        Err(_) => None,
     }
 }
 
-fn write_cache(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+fn read_key(path: &Path, me: u32) -> std::io::Result<Option<[u8; KEY_LEN]>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file()
+        || meta.uid() != me
+        || meta.permissions().mode() & 0o077 != 0
+        || meta.len() != KEY_LEN as u64
+    {
+        return Ok(None);
+    }
+    let mut key = [0u8; KEY_LEN];
+    (&file).read_exact(&mut key)?;
+    Ok(Some(key))
+}
+
+fn mac(key: &[u8; KEY_LEN], engine_hash: &str, sha256: &str) -> Hmac<Sha256> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(DOMAIN);
+    mac.update(engine_hash.as_bytes());
+    mac.update(b"\0");
+    mac.update(sha256.as_bytes());
+    mac.update(b"\0");
+    mac
+}
+
+/// Whether a component came from the cache or was compiled now (and so
+/// may be cached once it has been accepted).
+pub(super) enum Compiled {
+    Cached,
+    Fresh,
+}
+
+impl Sandbox {
+    fn cache_path(&self, sha256: &str) -> Option<PathBuf> {
+        let dir = self.cache_dir.as_ref()?;
+        Some(dir.join(format!("{sha256}-{}.cwasm", self.engine_hash)))
+    }
+
+    /// The component from an authenticated cache entry, else compiled now.
+    /// Nothing is written here: [`Sandbox::store_cached`] writes the entry
+    /// once the component has been accepted, so a refused component is
+    /// never cached.
+    pub(super) fn compile_cached(
+        &self,
+        bytes: &[u8],
+        sha256: &str,
+    ) -> Result<(Component, Compiled), Refusal> {
+        if let (Some(path), Some(key)) = (self.cache_path(sha256), key())
+            && let Some(component) = self.read_cache(&path, key, sha256)
+        {
+            return Ok((component, Compiled::Cached));
+        }
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|e| Refusal(format!("does not compile: {}", root_cause(&e))))?;
+        Ok((component, Compiled::Fresh))
+    }
+
+    /// Writes an accepted, freshly compiled component to the cache. The
+    /// cache is an optimisation: failing to write it is not an error.
+    pub(super) fn store_cached(&self, component: &Component, sha256: &str) {
+        let (Some(path), Some(key)) = (self.cache_path(sha256), key()) else {
+            return;
+        };
+        let Ok(code) = component.serialize() else {
+            return;
+        };
+        let mut mac = mac(key, &self.engine_hash, sha256);
+        mac.update(&code);
+        let mut entry = mac.finalize().into_bytes().to_vec();
+        entry.extend_from_slice(&code);
+        let _ = write_cache(&path, &entry);
+    }
+
+    /// An entry is deserialized only when its tag verifies under this
+    /// user's key for this engine and this component's sha256.
+    fn read_cache(&self, path: &Path, key: &[u8; KEY_LEN], sha256: &str) -> Option<Component> {
+        let entry = std::fs::read(path).ok()?;
+        if entry.len() <= TAG_LEN {
+            return None;
+        }
+        let (tag, code) = entry.split_at(TAG_LEN);
+        let mut mac = mac(key, &self.engine_hash, sha256);
+        mac.update(code);
+        mac.verify_slice(tag).ok()?;
+        // SAFETY: the bytes carry a valid HMAC under this user's secret key
+        // (0600, outside every sandbox) over this engine's compatibility
+        // hash, the source component's sha256 and the code, so this process
+        // or an earlier one of this user produced them with
+        // `Component::serialize` for this very component; wasmtime also
+        // checks the header and engine settings.
+        unsafe { Component::deserialize(&self.engine, code) }.ok()
+    }
+}
+
+fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
+    // The entry's plain digest, as before the tag: for operators checking
+    // entries with `sha256sum`. Never read when loading (anyone who can
+    // write an entry can write its digest).
     let mut sidecar = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut sidecar, crate::digest::sha256_hex(bytes).as_bytes())?;
     sidecar

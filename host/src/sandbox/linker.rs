@@ -38,15 +38,55 @@ pub const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:cli/terminal-stderr",
 ];
 
-/// Refuses a component that imports anything outside [`ALLOWED_IMPORTS`].
-pub(super) fn audit_imports(engine: &Engine, component: &Component) -> Result<(), Refusal> {
-    let mut refused = Vec::new();
-    for (name, _) in component.component_type().imports(engine) {
-        let bare = name.split('@').next().unwrap_or(name);
-        if !ALLOWED_IMPORTS.contains(&bare) {
-            refused.push(name.to_string());
+/// Refuses a component that imports anything outside [`ALLOWED_IMPORTS`],
+/// from its bytes alone: the top-level import section is read with
+/// `wasmparser` before anything is compiled, so a refused component costs a
+/// parse and never reaches Cranelift (nor the compile cache).
+pub(super) fn audit_import_names(bytes: &[u8]) -> Result<(), Refusal> {
+    let mut names = Vec::new();
+    // Nested modules and components arrive inline, between their own
+    // `Version` and `End`: only the outer component's imports reach the host.
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let payload =
+            payload.map_err(|e| Refusal(format!("is not a well-formed component: {e}")))?;
+        match payload {
+            wasmparser::Payload::Version { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            wasmparser::Payload::ComponentImportSection(reader) if depth == 1 => {
+                for import in reader {
+                    let import = import
+                        .map_err(|e| Refusal(format!("is not a well-formed component: {e}")))?;
+                    names.push(import.name.name.to_string());
+                }
+            }
+            _ => {}
         }
     }
+    refuse_off_allowlist(names)
+}
+
+/// Refuses a compiled component that imports anything outside
+/// [`ALLOWED_IMPORTS`] (the same rule as [`audit_import_names`], on
+/// wasmtime's own view of the component).
+pub(super) fn audit_imports(engine: &Engine, component: &Component) -> Result<(), Refusal> {
+    refuse_off_allowlist(
+        component
+            .component_type()
+            .imports(engine)
+            .map(|(name, _)| name.to_string())
+            .collect(),
+    )
+}
+
+fn refuse_off_allowlist(names: Vec<String>) -> Result<(), Refusal> {
+    let refused: Vec<String> = names
+        .into_iter()
+        .filter(|name| {
+            let bare = name.split('@').next().unwrap_or(name);
+            !ALLOWED_IMPORTS.contains(&bare)
+        })
+        .collect();
     if refused.is_empty() {
         return Ok(());
     }

@@ -23,6 +23,7 @@
 //! malformed result becomes an `error` outcome with its reason.
 
 mod cache;
+pub use cache::key_path as cache_key_path;
 mod convert;
 mod fs;
 mod limiter;
@@ -35,14 +36,14 @@ use crate::record::{Finding, Outcome};
 use convert::{describe_error, excerpt, from_wit, root_cause, to_wit};
 use fs::FsState;
 use limiter::Budget;
-use linker::{FixedWallClock, audit_imports, make_linker};
+use linker::{FixedWallClock, audit_import_names, audit_imports, make_linker};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -287,7 +288,7 @@ impl Sandbox {
     /// under, so a plugin cannot spend in `describe` what `check` may not.
     pub fn load_with(&self, bytes: &[u8], limits: &Limits) -> Result<Arc<Plugin>, Refusal> {
         let sha256 = crate::digest::sha256_hex(bytes);
-        let pre = self.prepare(bytes, &sha256)?;
+        let (pre, fresh) = self.prepare(bytes, &sha256)?;
         let mut store = self
             .store(limits, None, [0; 32], None)
             .map_err(|e| Refusal(format!("cannot set up a store: {}", root_cause(&e))))?;
@@ -295,6 +296,10 @@ impl Sandbox {
             .instantiate(&mut store)
             .and_then(|p| p.agent_ledger_property_property().call_describe(&mut store))
             .map_err(|e| Refusal(format!("`describe` failed: {}", describe_error(&e, limits))))?;
+        // Cached only once accepted: a refused component is never cached.
+        if let Some(component) = fresh {
+            self.store_cached(&component, &sha256);
+        }
         Ok(Arc::new(Plugin {
             sha256,
             name: info.name,
@@ -304,14 +309,22 @@ impl Sandbox {
         }))
     }
 
-    fn prepare(&self, bytes: &[u8], sha256: &str) -> Result<bindings::PluginPre<Host>, Refusal> {
+    /// The audited, pre-instantiated component, and the component itself
+    /// when it was compiled now (not yet written to the disk cache).
+    fn prepare(
+        &self,
+        bytes: &[u8],
+        sha256: &str,
+    ) -> Result<(bindings::PluginPre<Host>, Option<Component>), Refusal> {
         if let Some(pre) = self.compiled.lock().expect("plugin map").get(sha256) {
-            return Ok(pre.clone());
+            return Ok((pre.clone(), None));
         }
         if !is_component(bytes) {
             return Err(Refusal("not a WebAssembly component (a core module or not wasm at all); build it for wasm32-wasip2".into()));
         }
-        let component = self.compile_cached(bytes, sha256)?;
+        // Refused before compiling: a refusal costs a parse, not a compile.
+        audit_import_names(bytes)?;
+        let (component, compiled) = self.compile_cached(bytes, sha256)?;
         audit_imports(&self.engine, &component)?;
         let pre = self
             .linker
@@ -327,7 +340,8 @@ impl Sandbox {
             .lock()
             .expect("plugin map")
             .insert(sha256.to_string(), pre.clone());
-        Ok(pre)
+        let fresh = matches!(compiled, cache::Compiled::Fresh).then_some(component);
+        Ok((pre, fresh))
     }
 
     fn store(

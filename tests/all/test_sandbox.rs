@@ -1,0 +1,448 @@
+//! The test command's sandbox and the compile cache's trust, attacked.
+//!
+//! Each hostile test command claims a passing suite only when its attack
+//! worked (else it reports a failure), so an escape would turn into a
+//! `review`; each test also checks from outside that the target is
+//! untouched and that the record names the sandbox.
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+
+/// Writes a passing report: what an escaped command would claim.
+const PASS: &str = r#"printf '<testsuites><testsuite name="t" tests="1" failures="0"><testcase classname="t" name="ok"/></testsuite></testsuites>' > "$AGENT_LEDGER_JUNIT""#;
+/// Writes a failing report: what a contained command ends with.
+const FAIL: &str = r#"printf '<testsuites><testsuite name="t" tests="1" failures="1"><testcase classname="t" name="contained"><failure message="the attack failed"/></testcase></testsuite></testsuites>' > "$AGENT_LEDGER_JUNIT""#;
+
+/// `if ATTACK; then PASS; else FAIL; fi`.
+fn attack(what: &str) -> String {
+    format!("if {what}; then {PASS}; else {FAIL}; fi")
+}
+
+/// The demo repository with `tests_pass` configured, and the places of
+/// this user that the test command must not reach: `$HOME`, the state
+/// directory (cache key), the cache.
+struct Trial {
+    repo: DemoRepo,
+    home: tempfile::TempDir,
+    state: tempfile::TempDir,
+    cache: tempfile::TempDir,
+}
+
+impl Trial {
+    fn new() -> Trial {
+        let repo = DemoRepo::with(|root| {
+            let mut config = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
+            config.push_str(
+                "\n[[property]]\nname = \"tests_pass\"\nplugin = \"builtin:tests_pass\"\n",
+            );
+            std::fs::write(root.join("agent-ledger.toml"), config).unwrap();
+        });
+        repo.capture("r", "good");
+        // A second run, for a first check that sets the scene.
+        repo.capture("s", "good");
+        let trial = Trial {
+            repo,
+            home: tempdir(),
+            state: tempdir(),
+            cache: tempdir(),
+        };
+        write(&trial.home.path().join("secret.txt"), "home secret\n");
+        trial
+    }
+
+    fn command(&self, extra: &[&str]) -> std::process::Command {
+        self.command_for("r", extra)
+    }
+
+    fn command_for(&self, run: &str, extra: &[&str]) -> std::process::Command {
+        let mut c = command(self.repo.path());
+        c.args(["check", "--run", run, "--base", &self.repo.base])
+            .arg("--cache-dir")
+            .arg(self.cache.path())
+            .args(["--format", "json"])
+            .args(extra)
+            .env("HOME", self.home.path())
+            .env("XDG_STATE_HOME", self.state.path())
+            .env("SECRET_TOKEN", "hunter2-secret-token")
+            .stdin(std::process::Stdio::null());
+        c
+    }
+
+    /// Runs `check --test-cmd CMD`; returns the exit code and stderr.
+    fn check(&self, cmd: &str, extra: &[&str]) -> (i32, String) {
+        self.check_run("r", cmd, extra)
+    }
+
+    fn check_run(&self, run: &str, cmd: &str, extra: &[&str]) -> (i32, String) {
+        let out = self
+            .command_for(run, &[&["--test-cmd", cmd], extra].concat())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ledger(&self) -> PathBuf {
+        self.repo.path().join(".agent-ledger")
+    }
+}
+
+/// Runs `attack(what)` and asserts it was contained: reject, `tests_pass`
+/// a miss (the command ran and reported the failed attack), the namespaces
+/// sandbox in the record.
+#[track_caller]
+fn contained(trial: &Trial, what: &str) -> serde_json::Value {
+    let before = trial.repo.digest();
+    let (code, stderr) = trial.check(&attack(what), &[]);
+    assert_eq!(code, 4, "not reject: {stderr}");
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["sandbox"], "namespaces", "{record:#}");
+    assert_eq!(record["test_run"]["network"], "isolated");
+    assert_eq!(
+        outcome(&record, "tests_pass")["outcome"],
+        "miss",
+        "the attack `{what}` worked, or the command did not run: {stderr}\n{record:#}"
+    );
+    assert_eq!(trial.repo.digest(), before, "the user's checkout changed");
+    record
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_test_command_cannot_write_the_compile_cache() {
+    let trial = Trial::new();
+    // A first check fills the cache, so there is something to forge.
+    let (code, stderr) = trial.check_run("s", PASS, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let entries = files_in(trial.cache.path());
+    assert!(!entries.is_empty(), "nothing was cached");
+    let cache = trial.cache.path().display();
+    contained(
+        &trial,
+        &format!(
+            "ls {cache} | grep -q cwasm || {{ echo forged > {cache}/forged.cwasm && test -s {cache}/forged.cwasm; }}"
+        ),
+    );
+    assert_eq!(files_in(trial.cache.path()), entries);
+}
+
+#[test]
+fn the_test_command_cannot_write_the_ledger() {
+    let trial = Trial::new();
+    let ledger = trial.ledger();
+    let before = files_in(&ledger.join("verdicts"));
+    contained(
+        &trial,
+        &format!(
+            "mkdir -p {l}/verdicts && echo forged > {l}/verdicts/r.json",
+            l = ledger.display()
+        ),
+    );
+    let after = files_in(&ledger.join("verdicts"));
+    assert!(
+        after.len() <= before.len() + 1 && after.iter().all(|f| f == "r.json"),
+        "{after:?}"
+    );
+    let verdict = std::fs::read_to_string(ledger.join("verdicts/r.json")).unwrap();
+    assert!(!verdict.contains("forged"), "{verdict}");
+}
+
+#[test]
+fn the_test_command_cannot_see_or_write_home() {
+    let trial = Trial::new();
+    let home = trial.home.path().display();
+    contained(
+        &trial,
+        &format!("grep -q 'home secret' {home}/secret.txt || echo pwned > {home}/.bashrc"),
+    );
+    assert!(!trial.home.path().join(".bashrc").exists());
+    assert_eq!(files_in(trial.home.path()), ["secret.txt"]);
+}
+
+#[test]
+fn the_test_command_cannot_see_or_write_the_users_checkout() {
+    let trial = Trial::new();
+    // `contained` checks the checkout's digest, `.git` included.
+    let repo = trial.repo.path().display();
+    contained(
+        &trial,
+        &format!(
+            "test -e {repo}/agent-ledger.toml || test -e {repo}/.git || echo pwned >> {repo}/agent-ledger.toml"
+        ),
+    );
+}
+
+#[test]
+fn the_test_command_cannot_write_outside_its_tree() {
+    let trial = Trial::new();
+    // A directory this user can write, outside every hidden place: the
+    // sandbox shows it read-only.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escaped.txt");
+    contained(
+        &trial,
+        &format!(
+            "echo pwned > {} || echo pwned > /etc/agent-ledger-escaped",
+            target.display()
+        ),
+    );
+    assert!(!target.exists());
+    assert!(!Path::new("/etc/agent-ledger-escaped").exists());
+}
+
+#[test]
+fn the_test_command_cannot_read_the_environment_of_agent_ledger() {
+    let trial = Trial::new();
+    contained(
+        &trial,
+        &format!(
+            r#"test -n "$SECRET_TOKEN" || env | grep -q hunter2 || test "$HOME" = {:?}"#,
+            trial.home.path()
+        ),
+    );
+}
+
+#[test]
+fn a_background_process_does_not_outlive_the_test_command() {
+    let trial = Trial::new();
+    // A unique argument to find the process by.
+    let marker = format!("300.{}", std::process::id());
+    let record = contained(
+        &trial,
+        &format!("setsid sleep {marker} >/dev/null 2>&1 & sleep 0.2; false"),
+    );
+    assert_eq!(record["test_run"]["exit_code"], 0);
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&marker))
+        .collect();
+    assert!(survivors.is_empty(), "still running: {survivors:?}");
+}
+
+#[test]
+fn printing_100_mb_stops_the_test_command_and_rejects() {
+    let trial = Trial::new();
+    let (code, stderr) = trial.check(&format!("head -c 104857600 /dev/zero; {PASS}"), &[]);
+    assert_eq!(code, 4);
+    assert!(
+        stderr.len() < 17 << 20,
+        "{} bytes reached stderr",
+        stderr.len()
+    );
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["stopped"], "output_cap", "{record:#}");
+    assert_eq!(record["test_run"]["sandbox"], "namespaces");
+    let p = outcome(&record, "test_command");
+    assert_eq!(p["outcome"], "error");
+    assert!(p["error"].as_str().unwrap().contains("output_cap"), "{p:#}");
+}
+
+#[test]
+fn sleeping_past_the_wall_clock_limit_stops_the_test_command_and_rejects() {
+    let trial = Trial::new();
+    let (code, stderr) = trial.check(&format!("sleep 60; {PASS}"), &["--test-timeout", "1"]);
+    assert_eq!(code, 4, "{stderr}");
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["stopped"], "timeout", "{record:#}");
+    assert_eq!(record["test_run"]["exit_code"], serde_json::Value::Null);
+    assert_eq!(outcome(&record, "test_command")["outcome"], "error");
+    assert!(record["junit"].is_null(), "{record:#}");
+}
+
+#[test]
+fn a_test_command_that_writes_no_report_is_not_review() {
+    let trial = Trial::new();
+    let (code, stderr) = trial.check("true", &[]);
+    assert_eq!(code, 4, "{stderr}");
+    let record = trial.repo.properties("r");
+    let p = outcome(&record, "test_command");
+    assert!(p["error"].as_str().unwrap().contains("no report"), "{p:#}");
+}
+
+/// Runs `command` where the kernel refuses new user namespaces: inside a
+/// user namespace whose `user.max_user_namespaces` is 0.
+fn without_user_namespaces(mut command: std::process::Command) -> std::process::Output {
+    let mut outer = std::process::Command::new("unshare");
+    outer
+        .args(["--user", "--map-root-user", "sh", "-c"])
+        .arg(r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$@""#)
+        .arg("sh")
+        .arg(command.get_program())
+        .args(command.get_args())
+        .current_dir(command.get_current_dir().unwrap());
+    for (k, v) in command.get_envs() {
+        match v {
+            Some(v) => outer.env(k, v),
+            None => outer.env_remove(k),
+        };
+    }
+    let out = outer
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("`unshare` (util-linux) is needed for this test");
+    command.stdin(std::process::Stdio::null());
+    out
+}
+
+#[test]
+fn without_namespaces_the_test_command_is_refused_unless_allowed_unsandboxed() {
+    let trial = Trial::new();
+    let cmd = attack(r#"test -n "$SECRET_TOKEN""#);
+    let out = without_user_namespaces(trial.command(&["--test-cmd", &cmd]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains("--allow-unsandboxed"), "{stderr}");
+    assert!(
+        !trial.ledger().join("properties/r.json").exists(),
+        "a refused run wrote a property record"
+    );
+
+    let out = without_user_namespaces(trial.command(&["--test-cmd", &cmd, "--allow-unsandboxed"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["sandbox"], "none", "{record:#}");
+    assert_eq!(record["test_run"]["network"], "allowed");
+    // Even unsandboxed, the environment is scrubbed.
+    assert_eq!(outcome(&record, "tests_pass")["outcome"], "miss");
+}
+
+/// A configuration with one property, `p`, run by the component at `plugin`.
+fn one_property(dir: &Path, plugin: &Path) -> PathBuf {
+    let config = dir.join(format!(
+        "{}.toml",
+        plugin.file_stem().unwrap().to_string_lossy()
+    ));
+    write(
+        &config,
+        format!(
+            "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"p\"\nplugin = {plugin:?}\n[property.config]\nmode = \"empty-miss\"\nallowed_4xx = \"429\"\n"
+        ),
+    );
+    config
+}
+
+#[test]
+fn a_forged_cache_entry_is_recompiled_not_loaded() {
+    let trial = Trial::new();
+    let configs = tempdir();
+    // The impostor misses on this trial; the real plugin holds.
+    let impostor = component("hostile");
+    let real = component("retry_oracle");
+    let (code, stderr) = trial.check_with_config("s", &one_property(configs.path(), &impostor));
+    assert_eq!(code, 4, "{stderr}");
+    let key = trial.state.path().join("agent-ledger/cache.key");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&key), 0o600);
+        assert_eq!(mode(key.parent().unwrap()), 0o700);
+        assert_eq!(std::fs::metadata(&key).unwrap().len(), 32);
+    }
+    let sha = |p: &Path| agent_ledger::digest::sha256_hex(&std::fs::read(p).unwrap());
+    let impostor_entry = files_in(trial.cache.path())
+        .into_iter()
+        .find(|f| f.starts_with(&sha(&impostor)) && f.ends_with(".cwasm"))
+        .expect("the impostor was cached");
+    let engine = impostor_entry
+        .trim_end_matches(".cwasm")
+        .rsplit('-')
+        .next()
+        .unwrap()
+        .to_string();
+    // The forgery: the impostor's compiled code (a valid entry, tag and
+    // all) under the real plugin's name, with a digest sidecar to match.
+    let forged = trial
+        .cache
+        .path()
+        .join(format!("{}-{engine}.cwasm", sha(&real)));
+    let bytes = std::fs::read(trial.cache.path().join(&impostor_entry)).unwrap();
+    std::fs::write(&forged, &bytes).unwrap();
+    std::fs::write(
+        forged.with_extension("cwasm.sha256"),
+        agent_ledger::digest::sha256_hex(&bytes),
+    )
+    .unwrap();
+
+    let (code, stderr) = trial.check_with_config("r", &one_property(configs.path(), &real));
+    assert_eq!(code, 0, "the forged entry was loaded: {stderr}");
+    let record = trial.repo.properties("r");
+    let p = outcome(&record, "p");
+    assert_eq!(p["outcome"], "holds", "{p:#}");
+    assert_eq!(p["plugin_sha256"], sha(&real));
+    // Recompiled and written back under a valid tag.
+    assert_ne!(std::fs::read(&forged).unwrap(), bytes);
+}
+
+#[test]
+fn a_cache_entry_with_a_wrong_key_is_recompiled() {
+    let trial = Trial::new();
+    let configs = tempdir();
+    let real = component("retry_oracle");
+    let config = one_property(configs.path(), &real);
+    assert_eq!(trial.check_with_config("s", &config).0, 0);
+    // Another key: every entry written under the old one is in doubt.
+    let key = trial.state.path().join("agent-ledger/cache.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    let entries: Vec<PathBuf> = files_in(trial.cache.path())
+        .into_iter()
+        .map(|f| trial.cache.path().join(f))
+        .collect();
+    let before: Vec<Vec<u8>> = entries.iter().map(|e| std::fs::read(e).unwrap()).collect();
+    assert_eq!(trial.check_with_config("r", &config).0, 0);
+    for (entry, old) in entries.iter().zip(&before) {
+        assert_ne!(
+            &std::fs::read(entry).unwrap(),
+            old,
+            "{} was reused",
+            entry.display()
+        );
+    }
+}
+
+#[test]
+fn a_socket_importing_component_is_refused_before_it_is_compiled() {
+    let trial = Trial::new();
+    let configs = tempdir();
+    let socket = component("hostile_socket");
+    let (code, stderr) = trial.check_with_config("r", &one_property(configs.path(), &socket));
+    assert_eq!(code, 4, "{stderr}");
+    let record = trial.repo.properties("r");
+    let p = outcome(&record, "p");
+    assert_eq!(p["outcome"], "error");
+    assert!(
+        p["error"].as_str().unwrap().contains("wasi:sockets/"),
+        "{p:#}"
+    );
+    // Compiling would have left an entry (every compiled component that is
+    // accepted is cached, and nothing else compiles in this trial).
+    let sha = agent_ledger::digest::sha256_hex(&std::fs::read(&socket).unwrap());
+    assert_eq!(files_in(trial.cache.path()), Vec::<String>::new(), "{sha}");
+}
+
+impl Trial {
+    fn check_with_config(&self, run: &str, config: &Path) -> (i32, String) {
+        let out = self
+            .command_for(run, &["--config", config.to_str().unwrap()])
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
