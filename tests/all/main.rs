@@ -4,6 +4,7 @@ mod capture;
 mod classify;
 mod cli;
 mod flake;
+mod hostile_tree;
 mod lock;
 mod readme;
 mod reconcile;
