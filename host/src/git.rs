@@ -16,6 +16,7 @@
 //! the command line, which wins over the repository's configuration too.
 
 use crate::exit::{Error, Result};
+use cap_std::fs::Dir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -261,19 +262,41 @@ pub struct Checkout {
     repo: Repo,
 }
 
+/// Copies the tree at `from` to a new directory `to`: directories made,
+/// files hard-linked, symlinks recreated with their target text (never
+/// followed). Both sides are read and written only through cap-std `Dir`s,
+/// so no link or `..` in the tree can make the copy touch anything outside.
 fn link_tree(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|e| Error::write(to, e))?;
-    for entry in std::fs::read_dir(from).map_err(|e| Error::read(from, e))? {
+    let open = |p: &Path| Dir::open_ambient_dir(p, cap_std::ambient_authority());
+    let src = open(from).map_err(|e| Error::read(from, e))?;
+    let dst = open(to).map_err(|e| Error::write(to, e))?;
+    link_dir(&src, &dst, from, to)
+}
+
+fn link_dir(src: &Dir, dst: &Dir, from: &Path, to: &Path) -> Result<()> {
+    for entry in src.entries().map_err(|e| Error::read(from, e))? {
         let entry = entry.map_err(|e| Error::read(from, e))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let ft = entry.file_type().map_err(|e| Error::read(&src, e))?;
+        let name = entry.file_name();
+        let (src_path, dst_path) = (from.join(&name), to.join(&name));
+        let ft = entry.file_type().map_err(|e| Error::read(&src_path, e))?;
         if ft.is_dir() {
-            link_tree(&src, &dst)?;
+            dst.create_dir(&name)
+                .map_err(|e| Error::write(&dst_path, e))?;
+            let sub_src = entry.open_dir().map_err(|e| Error::read(&src_path, e))?;
+            let sub_dst = dst
+                .open_dir(&name)
+                .map_err(|e| Error::write(&dst_path, e))?;
+            link_dir(&sub_src, &sub_dst, &src_path, &dst_path)?;
         } else if ft.is_symlink() {
-            let target = std::fs::read_link(&src).map_err(|e| Error::read(&src, e))?;
-            std::os::unix::fs::symlink(target, &dst).map_err(|e| Error::write(&dst, e))?;
+            let target = src
+                .read_link_contents(&name)
+                .map_err(|e| Error::read(&src_path, e))?;
+            dst.symlink_contents(&target, &name)
+                .map_err(|e| Error::write(&dst_path, e))?;
         } else {
-            std::fs::hard_link(&src, &dst).map_err(|e| Error::write(&dst, e))?;
+            src.hard_link(&name, dst, &name)
+                .map_err(|e| Error::write(&dst_path, e))?;
         }
     }
     Ok(())

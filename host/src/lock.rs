@@ -4,15 +4,18 @@
 //!
 //! Files are hashed in parallel (rayon) with SHA-NI where the CPU has it.
 //! Symlinks are recorded as links (their target text) and never followed, so
-//! a link cannot pull content from outside the root into the lock.
+//! a link cannot pull content from outside the root into the lock; every
+//! read goes through a cap-std `Dir` on the repository, so neither can a
+//! root reached through a link.
 
-use crate::digest::{sha256_file, sha256_hex};
+use crate::digest::sha256_hex;
 use crate::exit::{Error, Result};
 use crate::record::{Drift, FixtureLock, LockEntry};
+use cap_std::fs::Dir;
 use rayon::prelude::*;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 /// Normalises a configured root to a repository-relative POSIX path, refusing
 /// anything that could leave the repository.
@@ -51,31 +54,53 @@ pub struct Scan {
     pub empty_roots: Vec<String>,
 }
 
+/// A path the walk found, to hash: a file or a symlink.
+struct Found {
+    path: String,
+    is_link: bool,
+}
+
 /// Walks and hashes `roots` (normalised, relative to `repo`).
+///
+/// The tree may be a patched, untrusted one: every read goes through a
+/// cap-std [`Dir`] opened on `repo`, which no `..` or link can walk out of.
+/// A root reached through a link out of the tree is an error naming it,
+/// never an empty root.
 pub fn scan(repo: &Path, roots: &[String]) -> Result<Scan> {
-    let mut found: Vec<(String, PathBuf, bool)> = Vec::new();
+    let top = Dir::open_ambient_dir(repo, cap_std::ambient_authority())
+        .map_err(|e| Error::read(repo, e))?;
+    let mut found: Vec<Found> = Vec::new();
     let mut empty_roots = Vec::new();
     for root in roots {
         let before = found.len();
-        let abs = if root.is_empty() {
-            repo.to_path_buf()
+        if root.is_empty() {
+            walk(&top, repo, "", &mut found)?;
         } else {
-            repo.join(root)
-        };
-        match fs::symlink_metadata(&abs) {
-            Ok(meta) => walk(&abs, root, &meta, &mut found)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::read(&abs, e)),
+            match top.symlink_metadata(root) {
+                Ok(meta) => {
+                    let ft = meta.file_type();
+                    if ft.is_dir() {
+                        let dir = top
+                            .open_dir(root)
+                            .map_err(|e| Error::read(&repo.join(root), e))?;
+                        walk(&dir, repo, root, &mut found)?;
+                    } else {
+                        found.push(entry(repo, root, ft)?);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::read(&repo.join(root), e)),
+            }
         }
         if found.len() == before {
             empty_roots.push(root.clone());
         }
     }
-    found.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    found.dedup_by(|a, b| a.0 == b.0);
+    found.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    found.dedup_by(|a, b| a.path == b.path);
     let entries = found
         .into_par_iter()
-        .map(|(path, abs, is_link)| hash_entry(path, &abs, is_link))
+        .map(|f| hash_entry(&top, repo, f))
         .collect::<Result<Vec<_>>>()?;
     Ok(Scan {
         entries,
@@ -91,71 +116,108 @@ fn rel_join(prefix: &str, name: &str) -> String {
     }
 }
 
-fn walk(
-    abs: &Path,
-    rel: &str,
-    meta: &fs::Metadata,
-    out: &mut Vec<(String, PathBuf, bool)>,
-) -> Result<()> {
-    let ft = meta.file_type();
-    if ft.is_symlink() {
-        out.push((rel.to_string(), abs.to_path_buf(), true));
-    } else if ft.is_file() {
-        out.push((rel.to_string(), abs.to_path_buf(), false));
-    } else if ft.is_dir() {
-        let rd = fs::read_dir(abs).map_err(|e| Error::read(abs, e))?;
-        for entry in rd {
-            let entry = entry.map_err(|e| Error::read(abs, e))?;
-            let name = entry.file_name();
-            // The repository's own metadata is never a fixture.
-            if rel.is_empty() && name == ".git" {
-                continue;
-            }
-            let path = entry.path();
-            let name = name.to_str().ok_or_else(|| {
-                Error::data(&path, "fixture path is not UTF-8 and cannot be recorded")
-            })?;
-            if name.contains('\n') {
-                return Err(Error::data(
-                    &path,
-                    "fixture path contains a newline, which dirHash cannot represent",
-                ));
-            }
-            let meta = entry.metadata().map_err(|e| Error::read(&path, e))?;
-            walk(&path, &rel_join(rel, name), &meta, out)?;
-        }
+/// A file or symlink at `rel`; anything else is refused.
+fn entry(repo: &Path, rel: &str, ft: cap_std::fs::FileType) -> Result<Found> {
+    if ft.is_symlink() || ft.is_file() {
+        Ok(Found {
+            path: rel.to_string(),
+            is_link: ft.is_symlink(),
+        })
     } else {
-        return Err(Error::data(
-            abs,
+        Err(Error::data(
+            &repo.join(rel),
             "fixture root holds a special file (fifo, socket or device)",
-        ));
+        ))
+    }
+}
+
+/// Collects everything under `dir` (at `rel` in `repo`), following no link.
+fn walk(dir: &Dir, repo: &Path, rel: &str, out: &mut Vec<Found>) -> Result<()> {
+    let at = repo.join(rel);
+    for item in dir.entries().map_err(|e| Error::read(&at, e))? {
+        let item = item.map_err(|e| Error::read(&at, e))?;
+        let name = item.file_name();
+        // The repository's own metadata is never a fixture.
+        if rel.is_empty() && name == ".git" {
+            continue;
+        }
+        let path = at.join(&name);
+        let name = name.to_str().ok_or_else(|| {
+            Error::data(&path, "fixture path is not UTF-8 and cannot be recorded")
+        })?;
+        if name.contains('\n') {
+            return Err(Error::data(
+                &path,
+                "fixture path contains a newline, which dirHash cannot represent",
+            ));
+        }
+        let ft = item.file_type().map_err(|e| Error::read(&path, e))?;
+        let rel = rel_join(rel, name);
+        if ft.is_dir() {
+            let sub = item.open_dir().map_err(|e| Error::read(&path, e))?;
+            walk(&sub, repo, &rel, out)?;
+        } else {
+            out.push(entry(repo, &rel, ft)?);
+        }
     }
     Ok(())
 }
 
-fn hash_entry(path: String, abs: &Path, is_link: bool) -> Result<LockEntry> {
-    if is_link {
-        let target = fs::read_link(abs).map_err(|e| Error::read(abs, e))?;
+fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {
+    let abs = || repo.join(&found.path);
+    if found.is_link {
+        let target = top
+            .read_link_contents(&found.path)
+            .map_err(|e| Error::read(&abs(), e))?;
         let bytes = target.as_os_str().as_bytes();
         let text = std::str::from_utf8(bytes)
-            .map_err(|_| Error::data(abs, "symlink target is not UTF-8"))?;
+            .map_err(|_| Error::data(&abs(), "symlink target is not UTF-8"))?;
         Ok(LockEntry {
-            path,
+            path: found.path,
             kind: "symlink".into(),
             size: bytes.len() as u64,
             sha256: sha256_hex(bytes),
             target: Some(text.to_string()),
         })
     } else {
-        let (sha256, size) = sha256_file(abs).map_err(|e| Error::read(abs, e))?;
+        let (sha256, size) = top
+            .open(&found.path)
+            .and_then(|f| sha256_reader(f.into_std()))
+            .map_err(|e| Error::read(&abs(), e))?;
         Ok(LockEntry {
-            path,
+            path: found.path,
             kind: "file".into(),
             size,
             sha256,
             target: None,
         })
     }
+}
+
+/// Streams a file through SHA-256 with one read buffer per thread: a
+/// fixture tree is mostly small files, and a fresh large buffer for each is
+/// most of their cost.
+fn sha256_reader(mut file: fs::File) -> std::io::Result<(String, u64)> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 256 * 1024]);
+    }
+    BUF.with_borrow_mut(|buf| {
+        let mut hasher = Sha256::new();
+        let mut total = 0u64;
+        loop {
+            let n = match file.read(buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            hasher.update(&buf[..n]);
+            total += n as u64;
+        }
+        Ok((hex::encode(hasher.finalize()), total))
+    })
 }
 
 /// in-toto `dirHash`: sha256 of `"<sha256>  <path>\n"` for every regular file,
@@ -353,6 +415,25 @@ mod tests {
         let scan = scan(dir.path(), &["link".into(), "missing".into()]).unwrap();
         assert_eq!(scan.entries, [link("link", "a.txt")]);
         assert_eq!(scan.empty_roots, ["missing"]);
+    }
+
+    #[test]
+    fn scan_refuses_a_root_reached_through_a_link_out_of_the_tree() {
+        // The files beyond the link exist: a refusal is never a missing file.
+        let outside = small_tree();
+        let dir = small_tree();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        for root in ["out/sub", "out/a.txt"] {
+            let err = scan(dir.path(), &[root.into()]).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("{root}`")),
+                "{root}: {err}"
+            );
+        }
+        // The link itself, as a root, is recorded and not followed.
+        let scan = scan(dir.path(), &["out".into()]).unwrap();
+        assert_eq!(scan.entries.len(), 1);
+        assert_eq!(scan.entries[0].kind, "symlink");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod classify;
 mod cli;
 mod flake;
 mod hermetic_git;
+mod hostile_tree;
 mod inert_text;
 mod lock;
 mod readme;

@@ -2,16 +2,24 @@
 //! path outside the tree (absolute, `..`, `.git`), may not touch a protected
 //! path (the configuration, `.gitattributes`, `.gitmodules`, the
 //! flake-freeze file, the ledger, plugins and known-bad patches,
-//! `[protect].paths`), and may not leave a symlink that points out of the
-//! tree.
+//! `[protect].paths`), and may not leave a symlink that
+//! resolves out of the tree or into `.git`, through any chain of links.
+//!
+//! The patched tree is untrusted: it is read only through a cap-std [`Dir`],
+//! which no `..` or link can walk out of, and links are followed one by one
+//! inside it, never by the kernel.
 
 use crate::config;
 use crate::exit::{Error, Result};
 use crate::git::{Checkout, Repo};
 use crate::record::Finding;
 use crate::sandbox::Change;
+use cap_std::fs::Dir;
 use globset::{GlobSet, GlobSetBuilder};
-use std::path::Path;
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::{Component, Path, PathBuf};
 
 /// Paths no patch may touch.
 pub(super) fn protected(
@@ -84,9 +92,16 @@ pub(super) fn before_apply(patch: &[u8], protected: &GlobSet) -> Vec<Finding> {
     findings
 }
 
-/// After applying: protected paths as git sees them, and symlinks that point
-/// out of the tree.
-pub(super) fn after_apply(co: &Checkout, changes: &[Change], protected: &GlobSet) -> Vec<Finding> {
+/// After applying: protected paths as git sees them, and every symlink in
+/// the patched tree, judged by where it finally points. A link the trusted
+/// base already has, ending at the same place there, is the base's own and
+/// not the patch's doing (a patch can still redirect it, and is then named).
+pub(super) fn after_apply(
+    co: &Checkout,
+    base: &Checkout,
+    changes: &[Change],
+    protected: &GlobSet,
+) -> Result<Vec<Finding>> {
     let mut findings = Vec::new();
     for c in changes {
         for p in std::iter::once(&c.path).chain(c.old_path.iter()) {
@@ -94,21 +109,181 @@ pub(super) fn after_apply(co: &Checkout, changes: &[Change], protected: &GlobSet
                 findings.push(finding(p, "patch touches a protected path"));
             }
         }
-        let on_disk = co.tree.join(&c.path);
-        if let Ok(target) = std::fs::read_link(&on_disk)
-            && symlink_escapes(&c.path, &target)
-        {
+    }
+    let patched = open_tree(&co.tree)?;
+    let mut links = Vec::new();
+    symlinks(&patched, &co.tree, PathBuf::new(), &mut links)?;
+    if !links.is_empty() {
+        let base_dir = open_tree(&base.tree)?;
+        for link in links {
+            let end = resolve(&patched, &link);
+            if end == Resolution::Inside || resolve(&base_dir, &link) == end {
+                continue;
+            }
+            let target = patched
+                .read_link_contents(&link)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
             findings.push(finding(
-                &c.path,
-                &format!(
-                    "symlink points outside the repository (`{}`)",
-                    target.display()
-                ),
+                &link.to_string_lossy(),
+                &format!("symlink to `{target}` {}", end.describe()),
             ));
         }
     }
     findings.dedup();
-    findings
+    Ok(findings)
+}
+
+fn open_tree(tree: &Path) -> Result<Dir> {
+    Dir::open_ambient_dir(tree, cap_std::ambient_authority()).map_err(|e| Error::read(tree, e))
+}
+
+/// Every symlink under `dir` (at `rel` in the tree at `tree`), found without
+/// following any: a linked directory is judged as a link, never walked.
+fn symlinks(dir: &Dir, tree: &Path, rel: PathBuf, out: &mut Vec<PathBuf>) -> Result<()> {
+    let at = tree.join(&rel);
+    for entry in dir.entries().map_err(|e| Error::read(&at, e))? {
+        let entry = entry.map_err(|e| Error::read(&at, e))?;
+        let path = rel.join(entry.file_name());
+        let ft = entry
+            .file_type()
+            .map_err(|e| Error::read(&tree.join(&path), e))?;
+        if ft.is_symlink() {
+            out.push(path);
+        } else if ft.is_dir() {
+            let sub = entry
+                .open_dir()
+                .map_err(|e| Error::read(&tree.join(&path), e))?;
+            symlinks(&sub, tree, path, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Links followed before a chain counts as cyclic (Linux's own limit).
+const MAX_HOPS: usize = 40;
+
+/// Where a path in the tree finally leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Resolution {
+    Inside,
+    /// Out of the tree; the path from the point it left (`/...` or `../...`).
+    Outside(String),
+    /// Through the repository's metadata; the path from the tree's root.
+    IntoGit(String),
+    /// More than [`MAX_HOPS`] links: a cycle, or a chain too long to judge.
+    TooDeep,
+    /// The tree refused a look-up (the error, as text).
+    Unreadable(String),
+}
+
+impl Resolution {
+    fn describe(&self) -> String {
+        match self {
+            Resolution::Inside => "stays in the repository".into(),
+            Resolution::Outside(to) => format!("resolves outside the repository (`{to}`)"),
+            Resolution::IntoGit(to) => format!("resolves into `.git` (`{to}`)"),
+            Resolution::TooDeep => {
+                format!("is part of a cycle or a chain of more than {MAX_HOPS} links")
+            }
+            Resolution::Unreadable(e) => format!("cannot be resolved in the tree: {e}"),
+        }
+    }
+}
+
+/// One step of a path still to resolve.
+enum Part {
+    Root,
+    Up,
+    Name(OsString),
+}
+
+fn parts(path: &Path) -> impl DoubleEndedIterator<Item = Part> + '_ {
+    path.components().filter_map(|c| match c {
+        Component::RootDir | Component::Prefix(_) => Some(Part::Root),
+        Component::ParentDir => Some(Part::Up),
+        Component::Normal(n) => Some(Part::Name(n.to_owned())),
+        Component::CurDir => None,
+    })
+}
+
+fn render(lead: &[&OsStr], rest: &VecDeque<Part>) -> String {
+    let mut out: Vec<String> = lead.iter().map(|s| s.to_string_lossy().into()).collect();
+    for p in rest {
+        out.push(match p {
+            Part::Root => String::new(),
+            Part::Up => "..".into(),
+            Part::Name(n) => n.to_string_lossy().into(),
+        });
+    }
+    out.join("/")
+}
+
+/// Resolves `path` (relative to the tree `root`) as the kernel would,
+/// following each link in the tree as it is met, with every look-up made
+/// through `root` so that nothing outside the tree is ever read. Below a
+/// missing component or a file, resolution goes on lexically (`..` pops), so
+/// a dangling link is judged by where it would lead.
+fn resolve(root: &Dir, path: &Path) -> Resolution {
+    let mut at: Vec<OsString> = Vec::new();
+    let mut todo: VecDeque<Part> = parts(path).collect();
+    let mut hops = 0;
+    // The depth of the first component that is not a directory, if any:
+    // nothing at or below it can be looked up.
+    let mut lexical_from: Option<usize> = None;
+    while let Some(part) = todo.pop_front() {
+        match part {
+            Part::Root => return Resolution::Outside(format!("/{}", render(&[], &todo))),
+            Part::Up => {
+                if at.pop().is_none() {
+                    return Resolution::Outside(render(&[OsStr::new("..")], &todo));
+                }
+                if lexical_from.is_some_and(|d| at.len() <= d) {
+                    lexical_from = None;
+                }
+            }
+            Part::Name(name) => {
+                let is_git = name.eq_ignore_ascii_case(".git");
+                at.push(name);
+                if is_git {
+                    let lead: Vec<&OsStr> = at.iter().map(OsString::as_os_str).collect();
+                    return Resolution::IntoGit(render(&lead, &todo));
+                }
+                if lexical_from.is_some() {
+                    continue;
+                }
+                let here: PathBuf = at.iter().collect();
+                match root.symlink_metadata(&here) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        hops += 1;
+                        if hops > MAX_HOPS {
+                            return Resolution::TooDeep;
+                        }
+                        let target = match root.read_link_contents(&here) {
+                            Ok(t) => t,
+                            Err(e) => return Resolution::Unreadable(e.to_string()),
+                        };
+                        at.pop();
+                        for p in parts(&target).rev() {
+                            todo.push_front(p);
+                        }
+                    }
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) => lexical_from = Some(at.len() - 1),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                        ) =>
+                    {
+                        lexical_from = Some(at.len() - 1)
+                    }
+                    Err(e) => return Resolution::Unreadable(e.to_string()),
+                }
+            }
+        }
+    }
+    Resolution::Inside
 }
 
 fn finding(path: &str, message: &str) -> Finding {
@@ -128,37 +303,82 @@ fn escapes(path: &[u8]) -> bool {
             .any(|c| c == b".." || c.eq_ignore_ascii_case(b".git"))
 }
 
-/// Whether a symlink at repo-relative `path` with `target` resolves outside
-/// the repository (judged lexically: the tree holds nothing else to follow).
-fn symlink_escapes(path: &str, target: &Path) -> bool {
-    if target.is_absolute() {
-        return true;
-    }
-    let mut depth: i64 = path.split('/').count() as i64 - 1;
-    for c in target.components() {
-        match c {
-            std::path::Component::ParentDir => depth -= 1,
-            std::path::Component::Normal(_) => depth += 1,
-            _ => {}
-        }
-        if depth < 0 {
-            return true;
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A tree of links, `(path, target)`, beside a file `f` and a dir `d`.
+    fn tree(links: &[(&str, &str)]) -> (tempfile::TempDir, Dir) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("f"), "").unwrap();
+        for (path, target) in links {
+            let at = dir.path().join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(target, at).unwrap();
+        }
+        let root = open_tree(dir.path()).unwrap();
+        (dir, root)
+    }
+
+    fn outside(to: &str) -> Resolution {
+        Resolution::Outside(to.into())
+    }
+
     #[test]
-    fn symlink_escape_is_judged_from_the_link_location() {
-        assert!(symlink_escapes("a", Path::new("/etc/passwd")));
-        assert!(symlink_escapes("a", Path::new("../x")));
-        assert!(!symlink_escapes("d/a", Path::new("../x")));
-        assert!(symlink_escapes("d/a", Path::new("../../x")));
-        assert!(symlink_escapes("d/a", Path::new("x/../../../y")));
+    fn a_link_is_resolved_through_the_links_it_meets() {
+        let (_dir, root) = tree(&[
+            ("a", ".."),
+            ("b", "a/a/a/../../../etc/passwd"),
+            ("d/up", ".."),
+            ("d/b", "up/d/up/../../../etc/passwd"),
+            ("d/in", "up/d/up/f"),
+            ("dot", "."),
+            ("c", "dot/dot/dot/../../../x"),
+            ("abs", "/etc"),
+            ("via-abs", "abs/passwd"),
+        ]);
+        let r = |p: &str| resolve(&root, Path::new(p));
+        assert_eq!(r("a"), outside(".."));
+        assert_eq!(r("b"), outside("../a/a/../../../etc/passwd"));
+        assert_eq!(r("d/b"), outside("../../../etc/passwd"));
+        assert_eq!(r("d/in"), Resolution::Inside);
+        assert_eq!(r("c"), outside("../../../x"));
+        assert_eq!(r("abs"), outside("/etc"));
+        assert_eq!(r("via-abs"), outside("/etc/passwd"));
+    }
+
+    #[test]
+    fn a_link_into_git_or_in_a_cycle_is_judged() {
+        let (_dir, root) = tree(&[
+            ("g", ".git/config"),
+            ("d/g", "../d/../.GIT"),
+            ("x", "y"),
+            ("y", "x"),
+            ("self", "self"),
+            ("deep", "d/../self"),
+        ]);
+        let r = |p: &str| resolve(&root, Path::new(p));
+        assert_eq!(r("g"), Resolution::IntoGit(".git/config".into()));
+        assert_eq!(r("d/g"), Resolution::IntoGit(".GIT".into()));
+        for p in ["x", "y", "self", "deep"] {
+            assert_eq!(r(p), Resolution::TooDeep, "{p}");
+        }
+    }
+
+    #[test]
+    fn a_dangling_link_is_judged_by_where_it_would_lead() {
+        let (_dir, root) = tree(&[
+            ("in", "missing/x"),
+            ("out", "missing/../../x"),
+            ("file-then-up", "f/../../x"),
+            ("back", "missing/../d/../../x"),
+        ]);
+        let r = |p: &str| resolve(&root, Path::new(p));
+        assert_eq!(r("in"), Resolution::Inside);
+        assert_eq!(r("out"), outside("../x"));
+        assert_eq!(r("file-then-up"), outside("../x"));
+        assert_eq!(r("back"), outside("../x"));
     }
 
     #[test]

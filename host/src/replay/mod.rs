@@ -286,7 +286,9 @@ impl Session<'_, '_> {
             match patched.apply(&patch_file)? {
                 Applied::Clean => {
                     changes = changes_of(&patched, spec.base)?;
-                    findings.extend(bounds::after_apply(&patched, &changes, &protected));
+                    findings.extend(bounds::after_apply(
+                        &patched, base_tree, &changes, &protected,
+                    )?);
                 }
                 Applied::Refused(msg) => findings.push(Finding {
                     path: String::new(),

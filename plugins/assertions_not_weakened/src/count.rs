@@ -1,37 +1,6 @@
 //! Counting assertions per language, after blanking comments and strings.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
-    Rust,
-    Python,
-    JavaScript,
-    Go,
-    Java,
-}
-
-impl Lang {
-    pub fn of(path: &str) -> Option<Lang> {
-        let ext = path.rsplit_once('.').map(|(_, e)| e)?;
-        Some(match ext {
-            "rs" => Lang::Rust,
-            "py" => Lang::Python,
-            "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts" => Lang::JavaScript,
-            "go" => Lang::Go,
-            "java" | "kt" => Lang::Java,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Lang::Rust => "Rust",
-            Lang::Python => "Python",
-            Lang::JavaScript => "JavaScript/TypeScript",
-            Lang::Go => "Go",
-            Lang::Java => "Java",
-        }
-    }
-}
+pub use agent_ledger_guest::Lang;
 
 /// Returns `src` with comments removed and string/char literal contents
 /// blanked (quotes kept), so only code remains.

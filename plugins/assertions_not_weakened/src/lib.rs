@@ -1,6 +1,9 @@
 //! `assertions_not_weakened`: in every touched test file, the number of
 //! assertions does not fall. Comments and string literals are blanked out
 //! before counting, so an assertion in a comment or a string never counts.
+//! A renamed or copied file is compared with its old path's content at the
+//! base, both sides counted in the old path's language; a file retyped to a
+//! symlink is read through it (inside the patched tree only).
 
 mod count;
 
@@ -40,7 +43,9 @@ impl Guest for AssertionsNotWeakened {
                 // Deletions are `tests_not_deleted`'s; new files cannot weaken.
                 ChangeKind::Added | ChangeKind::Deleted => continue,
             };
-            let Some(lang) = Lang::of(&change.path) else {
+            // The language is the old path's: a test renamed to `.txt` or
+            // `.disabled` is still counted as what it was, on both sides.
+            let Some(lang) = Lang::of(before_path) else {
                 continue;
             };
             let Some(before) = read("/base", before_path)? else {
@@ -60,10 +65,15 @@ impl Guest for AssertionsNotWeakened {
                 count_assertions(lang, &after),
             );
             if a < b {
+                let renamed = if before_path == change.path {
+                    String::new()
+                } else {
+                    format!(", compared with `{before_path}` at the base")
+                };
                 findings.push(finding(
                     &change.path,
                     None,
-                    format!("assertions fell from {b} to {a} ({})", lang.name()),
+                    format!("assertions fell from {b} to {a} ({}{renamed})", lang.name()),
                 ));
             }
         }

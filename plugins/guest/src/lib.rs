@@ -37,6 +37,105 @@ pub fn finding(path: &str, line: Option<u32>, message: impl Into<String>) -> Fin
     }
 }
 
+/// The language of a source file, by its extension; the languages whose
+/// test files the built-ins understand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Rust,
+    Python,
+    JavaScript,
+    Go,
+    Java,
+}
+
+impl Lang {
+    pub fn of(path: &str) -> Option<Lang> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let ext = name.rsplit_once('.').map(|(_, e)| e)?;
+        Some(match ext {
+            "rs" => Lang::Rust,
+            "py" => Lang::Python,
+            "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts" => Lang::JavaScript,
+            "go" => Lang::Go,
+            "java" | "kt" => Lang::Java,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "Rust",
+            Lang::Python => "Python",
+            Lang::JavaScript => "JavaScript/TypeScript",
+            Lang::Go => "Go",
+            Lang::Java => "Java",
+        }
+    }
+}
+
+/// Whether the usual test runners of the file's language collect `path` as
+/// a test file by its name with their default settings: pytest and unittest
+/// (`test*.py`, `*_test.py`), `go test` (`*_test.go`), Jest, Vitest, Mocha
+/// and node's runner (`*.test.*`, `*.spec.*`, `*-test.*`, `*_test.*`,
+/// `test-*.*`, `test.*`, anything under `__tests__/` or `test/`), Maven
+/// Surefire (`Test*`, `*Test`, `*Tests`, `*TestCase`). Cargo compiles every
+/// `.rs` file it is given, so any Rust file counts. A file in no known
+/// language is never collected.
+pub fn runner_collects(path: &str) -> bool {
+    let Some(lang) = Lang::of(path) else {
+        return false;
+    };
+    let (dirs, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    match lang {
+        Lang::Rust => true,
+        Lang::Python => stem.starts_with("test") || stem.ends_with("_test"),
+        Lang::Go => stem.ends_with("_test"),
+        Lang::JavaScript => {
+            [".test", ".spec", "-test", "_test"]
+                .iter()
+                .any(|s| stem.ends_with(s))
+                || stem.starts_with("test-")
+                || stem == "test"
+                || dirs.split('/').any(|d| d == "__tests__" || d == "test")
+        }
+        Lang::Java => {
+            stem.starts_with("Test")
+                || ["Test", "Tests", "TestCase"]
+                    .iter()
+                    .any(|s| stem.ends_with(s))
+        }
+    }
+}
+
+/// Why a test file at `old` is no longer run as one at `new`, if it is not:
+/// it left the test globs, its language changed (`test_x.py` to
+/// `test_x.py.disabled` or `.txt`), or its runner no longer collects it by
+/// name (`foo_test.go` to `foo.go`).
+pub fn disabled_by_rename(globs: &[&str], old: &str, new: &str) -> Option<String> {
+    let is_test = |p: &str| globs.iter().any(|g| glob_match(g, p));
+    if !is_test(old) {
+        return None;
+    }
+    if !is_test(new) {
+        return Some(format!("test file moved out of the test globs to `{new}`"));
+    }
+    if let Some(lang) = Lang::of(old)
+        && Lang::of(new) != Some(lang)
+    {
+        return Some(format!(
+            "test file renamed to `{new}`, which is not a {} file: its runner will not collect it",
+            lang.name()
+        ));
+    }
+    if runner_collects(old) && !runner_collects(new) {
+        return Some(format!(
+            "test file renamed to `{new}`, a name its runner does not collect"
+        ));
+    }
+    None
+}
+
 /// Matches a repository-relative path against a glob: `*` and `?` stay
 /// inside one path segment, `**` spans any number of segments.
 pub fn glob_match(pattern: &str, path: &str) -> bool {
@@ -69,7 +168,7 @@ fn match_segment(p: &[u8], s: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::glob_match;
+    use super::{disabled_by_rename, glob_match, runner_collects};
 
     #[test]
     fn globs() {
@@ -79,5 +178,62 @@ mod tests {
         assert!(!glob_match("**/test_*.py", "a/b/x_test.py"));
         assert!(glob_match("**/*_test.go", "pkg/a_test.go"));
         assert!(!glob_match("src/*.rs", "src/a/b.rs"));
+    }
+
+    #[test]
+    fn runners_collect_test_files_by_name() {
+        for p in [
+            "tests/test_x.py",
+            "pkg/x_test.py",
+            "pkg/foo_test.go",
+            "src/a.test.ts",
+            "src/a.spec.jsx",
+            "src/__tests__/a.js",
+            "test/a.mjs",
+            "src/FooTest.java",
+            "src/TestFoo.kt",
+            "tests/cli.rs",
+        ] {
+            assert!(runner_collects(p), "{p}");
+        }
+        for p in [
+            "tests/test_x.py.disabled",
+            "tests/test_x.txt",
+            "tests/helpers.py",
+            "pkg/foo_test.go.bak",
+            "pkg/foo.go",
+            "src/a.ts",
+            "src/Foo.java",
+            "tests/README",
+        ] {
+            assert!(!runner_collects(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn renames_that_disable_a_test() {
+        let globs = ["tests/**", "**/test_*.py", "**/*_test.go"];
+        for (old, new) in [
+            ("tests/test_x.py", "tests/test_x.py.disabled"),
+            ("tests/test_x.py", "tests/test_x.txt"),
+            ("tests/test_x.py", "tests/x_check.py"),
+            ("pkg/foo_test.go", "pkg/foo_test.go.bak"),
+            ("tests/foo_test.go", "tests/foo_test.go.bak"),
+            ("tests/test_x.py", "src/x.py"),
+        ] {
+            assert!(
+                disabled_by_rename(&globs, old, new).is_some(),
+                "{old} -> {new}"
+            );
+        }
+        for (old, new) in [
+            ("tests/test_x.py", "tests/test_y.py"),
+            ("tests/test_x.py", "tests/unit/test_x.py"),
+            ("tests/helpers.py", "tests/util/helpers.py"),
+            ("tests/fixtures/a.json", "tests/fixtures/b.json"),
+            ("src/x.py", "src/y.txt"),
+        ] {
+            assert_eq!(disabled_by_rename(&globs, old, new), None, "{old} -> {new}");
+        }
     }
 }
