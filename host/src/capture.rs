@@ -4,6 +4,7 @@
 
 use crate::diff;
 use crate::digest::sha256_hex;
+use crate::envelope::{self, Extract};
 use crate::exit::{Error, Result};
 use crate::ledger::{self, Ledger, RETRY_HINT, RunId};
 use crate::provider::{self, BodyFormat};
@@ -18,11 +19,23 @@ pub struct Judgement {
     pub patch: Vec<u8>,
     /// Empty when the body is a complete patch.
     pub reasons: Vec<Reason>,
+    /// The `git apply -p` level the patch needs.
+    pub strip: u32,
+    /// The envelope the patch was taken out of (`mbox`, `patch-tags`,
+    /// `fence`).
+    pub envelope: Option<String>,
+    /// Irregularities that lose nothing.
+    pub notes: Vec<Reason>,
 }
 
 /// Judges `body` as a response in `format` whose server declared
-/// `declared_bytes`.
-pub fn judge(format: BodyFormat, body: &[u8], declared_bytes: Option<u64>) -> Judgement {
+/// `declared_bytes`, taking the diff out of the envelope `extract` names.
+pub fn judge(
+    format: BodyFormat,
+    body: &[u8],
+    declared_bytes: Option<u64>,
+    extract: Option<Extract>,
+) -> Judgement {
     let mut reasons = Vec::new();
     if let Some(declared) = declared_bytes
         && declared != body.len() as u64
@@ -38,15 +51,28 @@ pub fn judge(format: BodyFormat, body: &[u8], declared_bytes: Option<u64>) -> Ju
     let extracted = provider::extract(format, body);
     let provider_failed = !extracted.reasons.is_empty();
     reasons.extend(extracted.reasons);
-    // A response that failed and carried no text needs no second reason.
-    if !(provider_failed && extracted.patch.is_empty())
-        && let Err(reason) = diff::validate(&extracted.patch)
-    {
-        reasons.push(reason);
+    let unwrapped = envelope::unwrap(&extracted.patch, extract);
+    let envelope_missing = unwrapped
+        .reasons
+        .iter()
+        .any(|r| r.code == envelope::code::MISSING_ENVELOPE);
+    reasons.extend(unwrapped.reasons);
+    let mut strip = 1;
+    let mut notes = Vec::new();
+    // A response that failed and carried no text, or carried no envelope,
+    // needs no second reason.
+    if !((provider_failed || envelope_missing) && unwrapped.patch.is_empty()) {
+        let analysis = diff::analyze(&unwrapped.patch);
+        reasons.extend(analysis.reasons);
+        strip = analysis.strip;
+        notes = analysis.notes;
     }
     Judgement {
-        patch: extracted.patch,
+        patch: unwrapped.patch,
         reasons,
+        strip,
+        envelope: unwrapped.envelope,
+        notes,
     }
 }
 
@@ -54,6 +80,8 @@ pub fn judge(format: BodyFormat, body: &[u8], declared_bytes: Option<u64>) -> Ju
 pub struct CaptureInput<'a> {
     pub run: &'a RunId,
     pub format: BodyFormat,
+    /// The envelope to take the diff out of (`--extract`).
+    pub extract: Option<Extract>,
     pub body: &'a [u8],
     pub declared_bytes: Option<u64>,
     pub request_id: Option<String>,
@@ -84,14 +112,21 @@ pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptRec
             });
         }
     }
-    let judgement = judge(input.format, input.body, input.declared_bytes);
+    let judgement = judge(
+        input.format,
+        input.body,
+        input.declared_bytes,
+        input.extract,
+    );
     let stored = |name: &str, bytes: &[u8]| StoredFile {
         file: name.to_string(),
         sha256: sha256_hex(bytes),
         bytes: bytes.len() as u64,
     };
     let body = stored(&patch_name, &judgement.patch);
-    let response = (input.format != BodyFormat::Raw).then(|| stored(&response_name, input.body));
+    // The response is kept whenever it is not the patch itself.
+    let response = (input.format != BodyFormat::Raw || judgement.patch != input.body)
+        .then(|| stored(&response_name, input.body));
     let trace = input.trace.map(|t| stored(&trace_name, t));
     let complete = judgement.reasons.is_empty();
     let receipt = TranscriptReceipt {
@@ -108,6 +143,10 @@ pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptRec
         reasons: judgement.reasons,
         trace,
         captured_at: input.captured_at,
+        strip: judgement.strip,
+        extract: input.extract.map(|e| e.as_str().into()),
+        envelope: judgement.envelope,
+        notes: judgement.notes,
     };
     // The receipt goes last: a receipt on disk always has its files beside it.
     ledger::write_new(&dir.join(&patch_name), &judgement.patch)?;
@@ -171,24 +210,40 @@ pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Res
                 format!("field `format` has unknown value `{}`", receipt.format),
             )
         })?;
-    let response = match (&receipt.response, format) {
-        (None, BodyFormat::Raw) => patch.clone(),
-        (Some(r), f) if f != BodyFormat::Raw => read_stored(path, r)?,
-        _ => {
-            return Err(Error::data(
-                path,
-                "field `response` does not fit field `format`",
-            ));
-        }
+    let extract = match &receipt.extract {
+        None => None,
+        Some(e) => Some(Extract::parse(e).ok_or_else(|| {
+            Error::data(path, format!("field `extract` has unknown value `{e}`"))
+        })?),
+    };
+    let response = match &receipt.response {
+        None => patch.clone(),
+        Some(r) => read_stored(path, r)?,
     };
     if let Some(trace) = &receipt.trace {
         read_stored(path, trace)?;
     }
-    let judgement = judge(format, &response, receipt.declared_bytes);
+    let judgement = judge(format, &response, receipt.declared_bytes, extract);
     if judgement.patch != patch {
         return Err(Error::data(
             path,
             "the stored patch is not the patch text of the stored response",
+        ));
+    }
+    // The response is stored exactly when it is not the patch itself.
+    if receipt.response.is_some() != (format != BodyFormat::Raw || response != patch) {
+        return Err(Error::data(
+            path,
+            "field `response` does not fit fields `format` and `body`",
+        ));
+    }
+    if judgement.strip != receipt.strip
+        || judgement.envelope != receipt.envelope
+        || judgement.notes != receipt.notes
+    {
+        return Err(Error::data(
+            path,
+            "fields `strip`, `envelope` and `notes` do not follow from the stored body",
         ));
     }
     let expected_verdict = if receipt.complete {

@@ -122,6 +122,7 @@ pub fn replay(
                 &spec.repo,
                 &spec.base,
                 &transcript.patch,
+                transcript.loaded.record.strip,
                 test,
                 spec.ledger.root(),
             )?;

@@ -345,10 +345,11 @@ impl Checkout {
 
     /// Applies a patch strictly: no fuzz, no 3-way, no reject files, no
     /// recount, never reversed.
-    pub fn apply(&self, patch_file: &Path) -> Result<Applied> {
+    pub fn apply(&self, patch_file: &Path, strip: u32) -> Result<Applied> {
         let out = self
             .git()
             .args(["apply", "--index", "--whitespace=nowarn"])
+            .arg(format!("-p{strip}"))
             .arg(patch_file)
             .output()
             .map_err(|e| Error::Internal(format!("cannot run git apply: {e}")))?;

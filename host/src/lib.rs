@@ -13,6 +13,7 @@ pub mod commands;
 pub mod config;
 pub mod diff;
 pub mod digest;
+pub mod envelope;
 pub mod exit;
 pub mod freeze;
 pub mod git;

@@ -78,6 +78,31 @@ pub struct TranscriptReceipt {
     pub trace: Option<StoredFile>,
     /// When the capture was recorded, RFC 3339 UTC.
     pub captured_at: String,
+    /// How many leading path components `git apply -p` strips from the
+    /// patch's names: 1 for `a/`/`b/` (or any other one-component prefix
+    /// pair), 0 for `--no-prefix` diffs. Replay applies with exactly this
+    /// level. Absent in receipts written before it existed: 1.
+    #[serde(default = "default_strip")]
+    pub strip: u32,
+    /// The extraction asked for (`capture --extract`): `patch-tags` (the
+    /// diff between `<patch>` and `</patch>`) or `fence` (one fenced
+    /// ```` ```diff ```` block). Absent when none was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<String>,
+    /// The wrapping the patch was taken out of: `patch-tags`, `fence`, or
+    /// `mbox` (a `git format-patch` mail, recognised without asking).
+    /// Absent when the patch text was the diff itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<String>,
+    /// Harmless irregularities that lose nothing, each with a code and a
+    /// sentence (`surplus_blank_context`: one blank context line past a
+    /// hunk's counts, which git ignores). Empty is omitted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Reason>,
+}
+
+fn default_strip() -> u32 {
+    1
 }
 
 impl Record for TranscriptReceipt {

@@ -399,7 +399,7 @@ proptest! {
         let (start, end) = hunks[pick.index(hunks.len())];
         let cut = start + 1 + offset.index(end - start - 1);
         let judged = agent_ledger::capture::judge(
-            agent_ledger::provider::BodyFormat::Raw, &text.as_bytes()[..cut], None);
+            agent_ledger::provider::BodyFormat::Raw, &text.as_bytes()[..cut], None, None);
         prop_assert!(!judged.reasons.is_empty(), "cut at {} passed:\n{}", cut, &text[..cut]);
     }
 }

@@ -15,6 +15,7 @@ mod resolve;
 mod sandbox;
 mod sandbox_limits;
 mod scratch;
+mod shapes;
 mod snapshots;
 mod support;
 mod test_sandbox;

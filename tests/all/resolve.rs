@@ -29,7 +29,8 @@ fn trace_exec(dir: &Path, trace: &Path, script: &str, writes: &[&str]) -> Output
 fn a_traced_command_exiting_4_is_not_a_reject() {
     // The child's own status must never pass for a verdict code.
     let repo = DemoRepo::new();
-    let trace = repo.path().join("../exec-trace.jsonl");
+    let scratch = tempdir();
+    let trace = scratch.path().join("exec-trace.jsonl");
     let out = trace_exec(repo.path(), &trace, "exit 4", &[]);
     out.assert_code(6);
     assert!(out.stderr.contains("exits 6"), "{}", out.stderr);
@@ -40,14 +41,16 @@ fn a_traced_command_exiting_4_is_not_a_reject() {
 #[test]
 fn a_traced_command_killed_by_a_signal_is_a_failed_command() {
     let repo = DemoRepo::new();
-    let trace = repo.path().join("../exec-trace.jsonl");
+    let scratch = tempdir();
+    let trace = scratch.path().join("exec-trace.jsonl");
     trace_exec(repo.path(), &trace, "kill -9 $$", &[]).assert_code(6);
 }
 
 #[test]
 fn an_undeclared_change_outranks_a_failed_command() {
     let repo = DemoRepo::new();
-    let trace = repo.path().join("../exec-trace.jsonl");
+    let scratch = tempdir();
+    let trace = scratch.path().join("exec-trace.jsonl");
     let out = trace_exec(repo.path(), &trace, "echo x > stray.txt; exit 4", &[]);
     out.assert_code(1);
     assert!(out.stderr.contains("stray.txt"), "{}", out.stderr);
@@ -56,7 +59,8 @@ fn an_undeclared_change_outranks_a_failed_command() {
 #[test]
 fn trace_exec_json_keeps_the_commands_status_apart() {
     let repo = DemoRepo::new();
-    let trace = repo.path().join("../exec-trace.jsonl");
+    let scratch = tempdir();
+    let trace = scratch.path().join("exec-trace.jsonl");
     let out = run(
         repo.path(),
         &[
@@ -81,7 +85,8 @@ fn trace_exec_json_keeps_the_commands_status_apart() {
 #[test]
 fn reconcile_honours_the_configured_ledger() {
     let repo = repo_with_ledger("records");
-    let trace = repo.path().join("../t.jsonl");
+    let scratch = tempdir();
+    let trace = scratch.path().join("t.jsonl");
     // Records the operator keeps in the configured ledger are not changes.
     write(&repo.path().join("records/transcripts/r.json"), "{}");
     let out = run(
@@ -104,7 +109,8 @@ fn an_agent_cannot_hide_a_ghost_by_moving_the_ledger_in_the_working_tree() {
     // The working tree is the agent's: its agent-ledger.toml is never read
     // by reconcile, so pointing `ledger` at `src` hides nothing.
     let repo = DemoRepo::new();
-    let trace = repo.path().join("../t.jsonl");
+    let scratch = tempdir();
+    let trace = scratch.path().join("t.jsonl");
     let config = repo.path().join("agent-ledger.toml");
     let text = std::fs::read_to_string(&config)
         .unwrap()
@@ -136,7 +142,8 @@ fn an_agent_cannot_hide_a_ghost_by_moving_the_ledger_in_the_working_tree() {
 #[test]
 fn reconcile_refuses_a_config_file_inside_the_repository() {
     let repo = DemoRepo::new();
-    let trace = repo.path().join("../t.jsonl");
+    let scratch = tempdir();
+    let trace = scratch.path().join("t.jsonl");
     let out = run(
         repo.path(),
         &[

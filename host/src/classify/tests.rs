@@ -46,6 +46,10 @@ fn transcript(reasons: Vec<Reason>) -> Loaded<TranscriptReceipt> {
             reasons,
             trace: None,
             captured_at: "2026-01-01T00:00:00Z".into(),
+            strip: 1,
+            extract: None,
+            envelope: None,
+            notes: Vec::new(),
         },
         "transcripts/run-001.json",
     )
@@ -411,6 +415,7 @@ fn chain() -> Chain {
             request_id: None,
             trace: None,
             captured_at: "2026-01-01T00:00:00Z".into(),
+            extract: None,
         },
     )
     .unwrap();

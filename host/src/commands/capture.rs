@@ -26,6 +26,12 @@ pub struct CaptureArgs {
     /// `--body-format` for that.
     #[arg(long = "format", value_name = "FORMAT", action = clap::ArgAction::Append)]
     pub formats: Vec<String>,
+    /// Take the diff out of the model's answer: `patch-tags` (between a
+    /// `<patch>` and a `</patch>` line, SWE-bench's convention) or `fence`
+    /// (one fenced ```` ```diff ```` block). A missing closing delimiter is
+    /// `unterminated_envelope`. Without it, a wrapped answer is incomplete.
+    #[arg(long, value_enum, value_name = "ENVELOPE")]
+    pub extract: Option<crate::envelope::Extract>,
     /// The byte length the server declared for the response.
     #[arg(long, value_name = "N")]
     pub declared_bytes: Option<u64>,
@@ -91,6 +97,7 @@ impl CaptureArgs {
             CaptureInput {
                 run: &run,
                 format,
+                extract: self.extract,
                 body: &body,
                 declared_bytes: self.declared_bytes,
                 request_id: self.request_id,
@@ -107,8 +114,21 @@ impl CaptureArgs {
                 receipt.body.bytes,
                 receipt.body.sha256
             );
+            if let Some(e) = &receipt.envelope {
+                text.push_str(&format!("  envelope: {}\n", inert(e)));
+            }
+            if receipt.strip != 1 {
+                text.push_str(&format!("  strip: -p{}\n", receipt.strip));
+            }
             for r in &receipt.reasons {
                 text.push_str(&format!("  - {}: {}\n", inert(&r.code), inert(&r.message)));
+            }
+            for n in &receipt.notes {
+                text.push_str(&format!(
+                    "  note {}: {}\n",
+                    inert(&n.code),
+                    inert(&n.message)
+                ));
             }
             text
         })?;

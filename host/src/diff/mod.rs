@@ -31,6 +31,10 @@ pub mod code {
     pub const UNTERMINATED_LINE: &str = "unterminated_line";
 }
 
+/// The note left when a hunk is followed by one blank context line past
+/// its counts.
+pub const SURPLUS_BLANK_CONTEXT: &str = "surplus_blank_context";
+
 /// What a valid diff contains.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Summary {
@@ -38,24 +42,71 @@ pub struct Summary {
     pub hunks: usize,
 }
 
-/// Validates `patch` as a complete unified diff.
-pub fn validate(patch: &[u8]) -> Result<Summary, Reason> {
+/// Everything the parser found in a diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Analysis {
+    pub summary: Summary,
+    /// How many leading path components `git apply -p` must strip: 1 for
+    /// `a/`/`b/` (or any other one-component prefix pair), 0 for
+    /// `--no-prefix` diffs.
+    pub strip: u32,
+    /// Harmless irregularities that lose nothing (`surplus_blank_context`).
+    pub notes: Vec<Reason>,
+    /// Every fault found; empty when the diff is complete.
+    pub reasons: Vec<Reason>,
+}
+
+/// Past this many faults the parser stops: the body is incomplete anyway.
+const MAX_REASONS: usize = 32;
+
+/// Analyses `patch` as a unified diff: every fault (not just the first),
+/// the strip level it needs, and harmless irregularities.
+pub fn analyze(patch: &[u8]) -> Analysis {
+    let mut analysis = Analysis {
+        summary: Summary::default(),
+        strip: 1,
+        notes: Vec::new(),
+        reasons: Vec::new(),
+    };
     if patch.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err(Reason::new(
+        analysis.reasons.push(Reason::new(
             code::EMPTY_BODY,
             "the body is empty or only whitespace",
         ));
+        return analysis;
     }
     let lines: Vec<&[u8]> = patch.split_inclusive(|&b| b == b'\n').collect();
-    check_start(&lines)?;
+    // Blank or whitespace-only lines (LF or CRLF) before the first header
+    // are not a preamble: git skips them, and so do we.
+    let first = lines
+        .iter()
+        .position(|l| !l.trim_ascii().is_empty())
+        .unwrap_or(0);
     let mut parser = Parser {
         lines: &lines,
-        i: 0,
+        i: first,
         summary: Summary::default(),
+        reasons: Vec::new(),
+        notes: Vec::new(),
+        strips: Vec::new(),
+        fenced: false,
     };
-    parser.sections()?;
+    match check_start(&lines, first) {
+        Start::Diff => {}
+        Start::Preamble(reason, at, fenced) => {
+            parser.reasons.push(reason);
+            parser.i = at;
+            parser.fenced = fenced;
+        }
+        Start::Refused(reason) => {
+            analysis.reasons.push(reason);
+            return analysis;
+        }
+    }
+    parser.sections();
+    analysis.strip = parser.strip_level();
     if !patch.ends_with(b"\n") {
-        return Err(Reason::new(
+        parser.reasons.push(Reason::new(
             code::UNTERMINATED_LINE,
             format!(
                 "line {} has no newline: the body was cut off mid-line",
@@ -63,48 +114,107 @@ pub fn validate(patch: &[u8]) -> Result<Summary, Reason> {
             ),
         ));
     }
-    Ok(parser.summary)
+    analysis.summary = parser.summary;
+    analysis.notes = parser.notes;
+    analysis.reasons = parser.reasons;
+    analysis
 }
 
-fn is_file_start(line: &[u8]) -> bool {
-    line.starts_with(b"diff --git ") || line.starts_with(b"--- ")
+/// Validates `patch` as a complete unified diff; the error is the first
+/// fault (see [`analyze`] for all of them).
+pub fn validate(patch: &[u8]) -> Result<Summary, Reason> {
+    let mut analysis = analyze(patch);
+    if analysis.reasons.is_empty() {
+        Ok(analysis.summary)
+    } else {
+        Err(analysis.reasons.swap_remove(0))
+    }
 }
 
-/// The first line must open a file section; name what came instead.
-fn check_start(lines: &[&[u8]]) -> Result<(), Reason> {
-    let first = lines[0];
-    if is_file_start(first) {
-        return Ok(());
+fn is_file_start(lines: &[&[u8]], i: usize) -> bool {
+    let Some(line) = lines.get(i) else {
+        return false;
+    };
+    line.starts_with(b"diff --git ")
+        || line.starts_with(b"--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with(b"+++ "))
+}
+
+fn is_fence(line: &[u8]) -> bool {
+    let t = line.trim_ascii_start();
+    t.starts_with(b"```") || t.starts_with(b"~~~")
+}
+
+enum Start {
+    Diff,
+    /// Text before the first header: reported, and parsing goes on from the
+    /// header at the given line index (true when the text opened a fence).
+    Preamble(Reason, usize, bool),
+    /// Nothing to parse.
+    Refused(Reason),
+}
+
+/// The first non-blank line must open a file section; name what came
+/// instead.
+fn check_start(lines: &[&[u8]], first: usize) -> Start {
+    if is_file_start(lines, first) || lines[first].starts_with(b"--- ") {
+        return Start::Diff;
     }
-    let trimmed = first.trim_ascii_start();
-    if trimmed.starts_with(b"```") || trimmed.starts_with(b"~~~") {
-        return Err(Reason::new(
-            code::MARKDOWN_FENCED,
-            "the diff is wrapped in a markdown code fence",
-        ));
-    }
+    let trimmed = lines[first].trim_ascii_start();
     if trimmed.starts_with(b"{") || trimmed.starts_with(b"[") {
-        return Err(Reason::new(
+        return Start::Refused(Reason::new(
             code::JSON_PAYLOAD,
             "the body is a JSON document (an error payload?), not a diff",
         ));
     }
-    if let Some(n) = lines.iter().position(|l| is_file_start(l)) {
-        return Err(Reason::new(
-            code::CHAT_PREAMBLE,
-            format!("{n} line(s) of text precede the first file header"),
+    let Some(at) = (first..lines.len()).find(|&i| is_file_start(lines, i)) else {
+        return Start::Refused(Reason::new(
+            code::NOT_A_DIFF,
+            "the body contains no diff file header",
         ));
+    };
+    if is_fence(lines[first]) {
+        return Start::Preamble(
+            Reason::new(
+                code::MARKDOWN_FENCED,
+                "the diff is wrapped in a markdown code fence",
+            ),
+            at,
+            true,
+        );
     }
-    Err(Reason::new(
-        code::NOT_A_DIFF,
-        "the body contains no diff file header",
-    ))
+    // Prose, then a fence around the diff: the closing fence is part of
+    // this one fault, not trailing text.
+    let fenced = lines[first..at].iter().any(|l| is_fence(l));
+    let text = lines[first..at]
+        .iter()
+        .filter(|l| !l.trim_ascii().is_empty())
+        .count();
+    let blank = at - first - text;
+    let blank = if blank == 0 {
+        String::new()
+    } else {
+        format!(" (and {blank} blank line(s))")
+    };
+    Start::Preamble(
+        Reason::new(
+            code::CHAT_PREAMBLE,
+            format!("{text} line(s) of text{blank} precede the first file header"),
+        ),
+        at,
+        fenced,
+    )
 }
 
 struct Parser<'a> {
     lines: &'a [&'a [u8]],
     i: usize,
     summary: Summary,
+    reasons: Vec<Reason>,
+    notes: Vec<Reason>,
+    /// (line of the section, the strip level its names need).
+    strips: Vec<(usize, u32)>,
+    /// The body opened a markdown fence before the diff.
+    fenced: bool,
 }
 
 fn show(line: &[u8]) -> String {
@@ -119,10 +229,10 @@ fn show(line: &[u8]) -> String {
 
 #[derive(Default)]
 struct GitHeader {
-    rename_from: bool,
-    rename_to: bool,
-    copy_from: bool,
-    copy_to: bool,
+    rename_from: Option<Vec<u8>>,
+    rename_to: Option<Vec<u8>>,
+    copy_from: Option<Vec<u8>>,
+    copy_to: Option<Vec<u8>>,
     old_mode: bool,
     new_mode: bool,
     new_file: bool,
@@ -144,11 +254,24 @@ impl GitHeader {
                 return false;
             }
         }
-        (self.rename_from && self.rename_to)
-            || (self.copy_from && self.copy_to)
+        (self.rename_from.is_some() && self.rename_to.is_some())
+            || (self.copy_from.is_some() && self.copy_to.is_some())
             || (self.old_mode && self.new_mode)
             || self.new_file
             || self.deleted_file
+    }
+
+    /// The unprefixed (source, destination) names of a rename or copy.
+    fn moved(&self) -> Option<(&[u8], &[u8])> {
+        match (
+            &self.rename_from,
+            &self.rename_to,
+            &self.copy_from,
+            &self.copy_to,
+        ) {
+            (Some(f), Some(t), _, _) | (_, _, Some(f), Some(t)) => Some((f, t)),
+            _ => None,
+        }
     }
 }
 
@@ -159,6 +282,15 @@ fn is_zero_oid(id: &[u8]) -> bool {
 fn is_empty_blob(id: &[u8]) -> bool {
     const EMPTY: &[u8] = b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
     id.len() >= 7 && EMPTY.starts_with(id)
+}
+
+/// A name from a `rename from`/`copy to`-style line, unquoted.
+fn header_value(rest: &[u8]) -> Vec<u8> {
+    if rest.starts_with(b"\"") {
+        paths::unquote(rest).0
+    } else {
+        rest.to_vec()
+    }
 }
 
 impl<'a> Parser<'a> {
@@ -174,79 +306,104 @@ impl<'a> Parser<'a> {
         Reason::new(code, format!("line {}: {}", self.lineno(), msg.into()))
     }
 
-    fn sections(&mut self) -> Result<(), Reason> {
+    /// After a fault: skip to the next file header, so every later fault is
+    /// reported too.
+    fn recover(&mut self) {
+        self.i += 1;
+        while self.i < self.lines.len() && !is_file_start(self.lines, self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn sections(&mut self) {
         while let Some(line) = self.peek() {
-            if line.starts_with(b"diff --git ") {
-                self.git_section()?;
+            if self.reasons.len() >= MAX_REASONS {
+                return;
+            }
+            let result = if line.starts_with(b"diff --git ") {
+                self.git_section()
             } else if line.starts_with(b"--- ") {
-                let start = self.lineno();
-                self.file_headers()?;
-                if self.hunks()? == 0 {
-                    return Err(Reason::new(
-                        code::EMPTY_FILE_SECTION,
-                        format!("line {start}: file section has no hunks"),
-                    ));
-                }
-                self.summary.files += 1;
+                self.plain_section()
             } else if line.starts_with(b"@@") {
-                return Err(self.err(
+                Err(self.err(
                     code::HUNK_COUNT_MISMATCH,
                     "hunk header follows a complete hunk, or a hunk has more lines than its header declares",
-                ));
+                ))
             } else if matches!(line.first(), Some(b' ' | b'+' | b'-')) {
-                return Err(self.err(
+                Err(self.err(
                     code::HUNK_COUNT_MISMATCH,
                     format!(
                         "`{}` is beyond the line counts of the hunk before it",
                         show(line)
                     ),
-                ));
+                ))
             } else if self.lines[self.i..]
                 .iter()
                 .all(|l| l.trim_ascii().is_empty())
             {
                 // Blank lines at the very end carry nothing and change nothing.
                 break;
+            } else if self.fenced && is_fence(line) && self.rest_is_blank(self.i + 1) {
+                // The closing fence of a fenced diff: already reported.
+                break;
             } else {
-                return Err(self.err(
+                Err(self.err(
                     code::TRAILING_TEXT,
                     format!("text after the diff: `{}`", show(line)),
-                ));
+                ))
+            };
+            if let Err(reason) = result {
+                self.reasons.push(reason);
+                self.recover();
             }
         }
-        if self.summary.files == 0 {
-            return Err(Reason::new(
+        if self.summary.files == 0 && self.reasons.is_empty() {
+            self.reasons.push(Reason::new(
                 code::NOT_A_DIFF,
                 "the body contains no file section",
             ));
         }
+    }
+
+    fn rest_is_blank(&self, from: usize) -> bool {
+        self.lines[from.min(self.lines.len())..]
+            .iter()
+            .all(|l| l.trim_ascii().is_empty())
+    }
+
+    /// A section without `diff --git`: `--- OLD`, `+++ NEW`, hunks.
+    fn plain_section(&mut self) -> Result<(), Reason> {
+        let start = self.lineno();
+        let (old, new) = self.file_headers()?;
+        if let Some(p) = strip_from_names(old.as_deref(), new.as_deref()) {
+            self.strips.push((start, p));
+        }
+        if self.hunks()? == 0 {
+            return Err(Reason::new(
+                code::EMPTY_FILE_SECTION,
+                format!("line {start}: file section has no hunks"),
+            ));
+        }
+        self.summary.files += 1;
         Ok(())
     }
 
     fn git_section(&mut self) -> Result<(), Reason> {
         let start = self.lineno();
         let line = self.lines[self.i];
-        let rest = &line[b"diff --git ".len()..];
-        if !(rest.starts_with(b"a/") || rest.starts_with(b"\"a/"))
-            || !contains(rest, b" b/") && !contains(rest, b" \"b/")
-        {
-            return Err(self.err(
-                code::MALFORMED_FILE_HEADER,
-                format!("`{}` is not `diff --git a/PATH b/PATH`", show(line)),
-            ));
-        }
+        let rest = line[b"diff --git ".len()..].trim_ascii_end();
         self.i += 1;
         let mut header = GitHeader::default();
         while let Some(line) = self.peek() {
             let text = line.strip_suffix(b"\n").unwrap_or(line);
-            if text.starts_with(b"rename from ") {
-                header.rename_from = true;
-            } else if text.starts_with(b"rename to ") {
-                header.rename_to = true;
-            } else if text.starts_with(b"copy from ") {
-                header.copy_from = true;
-            } else if text.starts_with(b"copy to ") {
-                header.copy_to = true;
+            if let Some(v) = text.strip_prefix(b"rename from ") {
+                header.rename_from = Some(header_value(v));
+            } else if let Some(v) = text.strip_prefix(b"rename to ") {
+                header.rename_to = Some(header_value(v));
+            } else if let Some(v) = text.strip_prefix(b"copy from ") {
+                header.copy_from = Some(header_value(v));
+            } else if let Some(v) = text.strip_prefix(b"copy to ") {
+                header.copy_to = Some(header_value(v));
             } else if text.starts_with(b"old mode ") {
                 header.old_mode = true;
             } else if text.starts_with(b"new mode ") {
@@ -273,6 +430,22 @@ impl<'a> Parser<'a> {
             }
             self.i += 1;
         }
+        // The strip level this section's names need: from the rename or
+        // copy lines (which are never prefixed), else from `diff --git`.
+        let strip = match header.moved() {
+            Some((from, to)) => strip_for_move(rest, from, to),
+            None => paths::split_same_name(rest).map(|(p, _)| p),
+        };
+        let Some(strip) = strip else {
+            return Err(Reason::new(
+                code::MALFORMED_FILE_HEADER,
+                format!(
+                    "line {start}: `{}` does not name the same path twice behind a prefix (`diff --git a/PATH b/PATH`, or with --no-prefix `diff --git PATH PATH`)",
+                    show(line)
+                ),
+            ));
+        };
+        self.strips.push((start, strip));
         match self.peek() {
             Some(line) if line.starts_with(b"Binary files ") => {
                 return Err(self.err(
@@ -308,13 +481,33 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// `--- OLD` then `+++ NEW`.
-    fn file_headers(&mut self) -> Result<(), Reason> {
+    /// The one strip level every section agrees on; 1 (git's default) when
+    /// no section says. Sections that need different levels cannot be
+    /// applied by one `git apply -p`: a fault.
+    fn strip_level(&mut self) -> u32 {
+        let Some(&(first_line, first)) = self.strips.first() else {
+            return 1;
+        };
+        if let Some(&(line, other)) = self.strips.iter().find(|(_, p)| *p != first) {
+            self.reasons.push(Reason::new(
+                code::MALFORMED_FILE_HEADER,
+                format!(
+                    "the file headers need different strip levels (line {first_line}: -p{first}, line {line}: -p{other}); one `git apply` cannot apply them"
+                ),
+            ));
+        }
+        first
+    }
+
+    /// `--- OLD` then `+++ NEW`; returns both names (`None` for
+    /// `/dev/null`).
+    fn file_headers(&mut self) -> Result<(Name, Name), Reason> {
+        let old = paths::file_header_name(&self.lines[self.i][4..]);
         self.i += 1;
         match self.peek() {
             Some(line) if line.starts_with(b"+++ ") && line.len() > 5 => {
                 self.i += 1;
-                Ok(())
+                Ok((old, paths::file_header_name(&line[4..])))
             }
             Some(line) => Err(self.err(
                 code::MALFORMED_FILE_HEADER,
@@ -380,6 +573,20 @@ impl<'a> Parser<'a> {
             }
             // "\ No newline at end of file" may follow the last line.
             while self.peek().is_some_and(|l| l.starts_with(b"\\")) {
+                self.i += 1;
+            }
+            // One blank context line past the counts, right before the next
+            // file or the end, loses nothing (git ignores it); many models
+            // write one. Anything else past the counts stays a mismatch.
+            if matches!(self.peek(), Some(b" \n" | b"\n"))
+                && (is_file_start(self.lines, self.i + 1) || self.rest_is_blank(self.i + 1))
+            {
+                self.notes.push(self.err(
+                    SURPLUS_BLANK_CONTEXT,
+                    format!(
+                        "one blank context line past the counts of the hunk at line {header_line} (git apply ignores it)"
+                    ),
+                ));
                 self.i += 1;
             }
             n += 1;
@@ -458,8 +665,42 @@ impl<'a> Parser<'a> {
     }
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+/// A name from a `---`/`+++` line; `None` for `/dev/null`.
+type Name = Option<Vec<u8>>;
+
+/// The strip level `git apply` needs for each pair of names; `None` when
+/// the names say nothing (one side is `/dev/null`, or they differ in more
+/// than a prefix).
+fn strip_from_names(old: Option<&[u8]>, new: Option<&[u8]>) -> Option<u32> {
+    let (old, new) = (old?, new?);
+    if old == new {
+        return Some(0);
+    }
+    (1..=16).find(|&p| match (paths::strip(old, p), paths::strip(new, p)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    })
+}
+
+/// The strip level of a rename or copy: `diff --git PA+FROM PB+TO` where
+/// the prefixes are whole components, as many on both sides.
+fn strip_for_move(rest: &[u8], from: &[u8], to: &[u8]) -> Option<u32> {
+    let (a, b) = paths::split_candidates(rest)
+        .into_iter()
+        .find(|(a, b)| a.ends_with(from) && b.ends_with(to))?;
+    let pa = a.strip_suffix(from)?;
+    let pb = b.strip_suffix(to)?;
+    let components = |p: &[u8]| -> Option<u32> {
+        if p.is_empty() {
+            return Some(0);
+        }
+        if !p.ends_with(b"/") || p.starts_with(b"/") || p.contains(&0) {
+            return None;
+        }
+        Some(p.iter().filter(|&&c| c == b'/').count() as u32)
+    };
+    let (na, nb) = (components(pa)?, components(pb)?);
+    (na == nb).then_some(na)
 }
 
 /// Parses `@@ -a[,b] +c[,d] @@...`, returning (b, d).

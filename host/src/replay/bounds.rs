@@ -76,9 +76,9 @@ fn glob_set(patterns: &[String], what: &str) -> Result<GlobSet> {
 }
 
 /// Header paths that leave the tree or touch protected paths.
-pub(super) fn before_apply(patch: &[u8], protected: &GlobSet) -> Vec<Finding> {
+pub(super) fn before_apply(patch: &[u8], strip: u32, protected: &GlobSet) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for raw in crate::diff::header_paths(patch) {
+    for raw in crate::diff::header_paths(patch, strip) {
         let path = String::from_utf8_lossy(&raw).into_owned();
         if escapes(&raw) {
             findings.push(finding(

@@ -276,14 +276,16 @@ impl Session<'_, '_> {
         applies.inputs = BTreeMap::from([
             ("base_revision".into(), spec.base.to_string()),
             ("patch".into(), sha256_hex(spec.patch)),
+            ("strip".into(), spec.transcript.record.strip.to_string()),
         ]);
 
         let protected = bounds::protected(spec.config, spec.repo, spec.ledger_root)?;
-        let mut findings = bounds::before_apply(spec.patch, &protected);
+        let strip = spec.transcript.record.strip;
+        let mut findings = bounds::before_apply(spec.patch, strip, &protected);
         let patched = base_tree.link_copy(&tmp.path().join("patched"))?;
         let mut changes = Vec::new();
         if findings.is_empty() {
-            match patched.apply(&patch_file)? {
+            match patched.apply(&patch_file, strip)? {
                 Applied::Clean => {
                     changes = changes_of(&patched, spec.base)?;
                     findings.extend(bounds::after_apply(

@@ -65,7 +65,7 @@ impl Session<'_, '_> {
         write_file(&kb_path, known_bad)?;
         let kb = p.known_bad.as_deref().unwrap_or("");
         let co = scene.base_tree.link_copy(scratch)?;
-        if let Applied::Refused(msg) = co.apply(&kb_path)? {
+        if let Applied::Refused(msg) = co.apply(&kb_path, 1)? {
             return Ok(SelfTest::Failed(format!(
                 "known-bad patch `{kb}` does not apply to the base revision: {msg}"
             )));

@@ -81,6 +81,7 @@ pub fn run_tests(
     repo: &Repo,
     base: &str,
     patch: &[u8],
+    strip: u32,
     test: &TestCommand,
     ledger_root: &Path,
 ) -> Result<(TestRun, Option<Vec<u8>>)> {
@@ -88,7 +89,7 @@ pub fn run_tests(
     let patch_file = tmp.path().join("patch.diff");
     write_file(&patch_file, patch)?;
     let co = repo.checkout(base, &tmp.path().join("tests"))?;
-    if let Applied::Refused(msg) = co.apply(&patch_file)? {
+    if let Applied::Refused(msg) = co.apply(&patch_file, strip)? {
         return Err(Error::Refused(format!(
             "the patch does not apply, so the test command cannot run: {msg}"
         )));
