@@ -105,7 +105,7 @@ pub fn analyze(patch: &[u8]) -> Analysis {
     }
     parser.sections();
     analysis.strip = parser.strip_level();
-    if !patch.ends_with(b"\n") {
+    if !patch.ends_with(b"\n") && !whole_index_line(lines[lines.len() - 1]) {
         parser.reasons.push(Reason::new(
             code::UNTERMINATED_LINE,
             format!(
@@ -118,6 +118,29 @@ pub fn analyze(patch: &[u8]) -> Analysis {
     analysis.notes = parser.notes;
     analysis.reasons = parser.reasons;
     analysis
+}
+
+/// True for an `index OLD..NEW[ MODE]` line that cannot be a cut one: both
+/// ids as long as each other (git abbreviates both alike) and a whole mode.
+/// git applies a diff whose last line is such a header without a newline.
+fn whole_index_line(line: &[u8]) -> bool {
+    let Some(rest) = line.strip_prefix(b"index ") else {
+        return false;
+    };
+    let mut parts = rest.split(|&b| b == b' ');
+    let ids = parts.next().unwrap_or(b"");
+    let mode_ok = match parts.next() {
+        None => true,
+        Some(mode) => mode.len() == 6 && mode.iter().all(|b| (b'0'..=b'7').contains(b)),
+    };
+    let hex = |s: &[u8]| s.len() >= 7 && s.iter().all(u8::is_ascii_hexdigit);
+    match ids.iter().position(|&b| b == b'.') {
+        Some(i) if ids.get(i + 1) == Some(&b'.') => {
+            let (old, new) = (&ids[..i], &ids[i + 2..]);
+            mode_ok && parts.next().is_none() && hex(old) && hex(new) && old.len() == new.len()
+        }
+        _ => false,
+    }
 }
 
 /// Validates `patch` as a complete unified diff; the error is the first
@@ -329,6 +352,32 @@ impl<'a> Parser<'a> {
                     code::HUNK_COUNT_MISMATCH,
                     "hunk header follows a complete hunk, or a hunk has more lines than its header declares",
                 ))
+            } else if line.trim_ascii().is_empty() {
+                // Blank lines between sections or at the end carry nothing
+                // (git skips them); before a hunk line they are a mismatch.
+                let blank = self.blank_run(self.i);
+                let next = self.lines.get(self.i + blank);
+                if next.is_none() || is_file_start(self.lines, self.i + blank) {
+                    self.i += blank;
+                    continue;
+                }
+                if next.is_some_and(|l| {
+                    l.starts_with(b"@@") || matches!(l.first(), Some(b' ' | b'+' | b'-'))
+                }) {
+                    Err(self.err(
+                        code::HUNK_COUNT_MISMATCH,
+                        "a blank line, then hunk lines beyond the line counts of the hunk before it",
+                    ))
+                } else {
+                    self.i += blank;
+                    Err(self.err(
+                        code::TRAILING_TEXT,
+                        format!(
+                            "text after the diff: `{}`",
+                            show(next.copied().unwrap_or(b""))
+                        ),
+                    ))
+                }
             } else if matches!(line.first(), Some(b' ' | b'+' | b'-')) {
                 Err(self.err(
                     code::HUNK_COUNT_MISMATCH,
@@ -337,12 +386,6 @@ impl<'a> Parser<'a> {
                         show(line)
                     ),
                 ))
-            } else if self.lines[self.i..]
-                .iter()
-                .all(|l| l.trim_ascii().is_empty())
-            {
-                // Blank lines at the very end carry nothing and change nothing.
-                break;
             } else if self.fenced && is_fence(line) && self.rest_is_blank(self.i + 1) {
                 // The closing fence of a fenced diff: already reported.
                 break;
@@ -363,6 +406,14 @@ impl<'a> Parser<'a> {
                 "the body contains no file section",
             ));
         }
+    }
+
+    /// How many whitespace-only lines start at `from`.
+    fn blank_run(&self, from: usize) -> usize {
+        self.lines[from.min(self.lines.len())..]
+            .iter()
+            .take_while(|l| l.trim_ascii().is_empty())
+            .count()
     }
 
     fn rest_is_blank(&self, from: usize) -> bool {
@@ -396,6 +447,7 @@ impl<'a> Parser<'a> {
         let mut header = GitHeader::default();
         while let Some(line) = self.peek() {
             let text = line.strip_suffix(b"\n").unwrap_or(line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
             if let Some(v) = text.strip_prefix(b"rename from ") {
                 header.rename_from = Some(header_value(v));
             } else if let Some(v) = text.strip_prefix(b"rename to ") {
@@ -575,19 +627,20 @@ impl<'a> Parser<'a> {
             while self.peek().is_some_and(|l| l.starts_with(b"\\")) {
                 self.i += 1;
             }
-            // One blank context line past the counts, right before the next
-            // file or the end, loses nothing (git ignores it); many models
+            // Blank context lines past the counts, right before the next
+            // file or the end, lose nothing (git ignores them); many models
             // write one. Anything else past the counts stays a mismatch.
-            if matches!(self.peek(), Some(b" \n" | b"\n"))
-                && (is_file_start(self.lines, self.i + 1) || self.rest_is_blank(self.i + 1))
+            let blank = self.blank_run(self.i);
+            if blank > 0
+                && (is_file_start(self.lines, self.i + blank) || self.i + blank == self.lines.len())
             {
                 self.notes.push(self.err(
                     SURPLUS_BLANK_CONTEXT,
                     format!(
-                        "one blank context line past the counts of the hunk at line {header_line} (git apply ignores it)"
+                        "{blank} blank context line(s) past the counts of the hunk at line {header_line} (git apply ignores them)"
                     ),
                 ));
-                self.i += 1;
+                self.i += blank;
             }
             n += 1;
             self.summary.hunks += 1;
@@ -705,13 +758,16 @@ fn strip_for_move(rest: &[u8], from: &[u8], to: &[u8]) -> Option<u32> {
 
 /// Parses `@@ -a[,b] +c[,d] @@...`, returning (b, d).
 fn parse_hunk_header(line: &[u8]) -> Option<(u64, u64)> {
-    let text = std::str::from_utf8(line).ok()?;
-    let rest = text.strip_prefix("@@ -")?;
-    let (old, rest) = rest.split_once(" +")?;
-    let (new, rest) = rest.split_once(" @@")?;
-    if !(rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\n')) {
+    // The section heading after the second `@@` is free text in the file's
+    // own encoding; only the ranges must be ASCII.
+    let rest = line.strip_prefix(b"@@ -")?;
+    let end = rest.windows(3).position(|w| w == b" @@")?;
+    let after = &rest[end + 3..];
+    if !(after.is_empty() || matches!(after[0], b' ' | b'\n' | b'\r' | b'\t')) {
         return None;
     }
+    let ranges = std::str::from_utf8(&rest[..end]).ok()?;
+    let (old, new) = ranges.split_once(" +")?;
     fn range(s: &str) -> Option<u64> {
         let (start, count) = match s.split_once(',') {
             Some((a, b)) => (a, b),
@@ -763,5 +819,75 @@ mod tests {
         assert_eq!(parse_hunk_header(b"@@ -3 +3 @@\n"), Some((1, 1)));
         assert_eq!(parse_hunk_header(b"@@ -1,0 +1,2 @@ fn x\n"), Some((0, 2)));
         assert_eq!(parse_hunk_header(b"@@ -1,x +1 @@\n"), None);
+    }
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use super::*;
+
+    const HUNK: &str = "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n";
+
+    #[test]
+    fn crlf_headers_and_a_non_utf8_heading_parse() {
+        let crlf = "diff --git a/x b/x\r\n--- a/x\r\n+++ b/x\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n";
+        let a = analyze(crlf.as_bytes());
+        assert!(a.reasons.is_empty(), "{:?}", a.reasons);
+        let mut latin1 = b"--- a/x\n+++ b/x\n@@ -1 +1 @@ caf\xe9\n-a\n+b\n".to_vec();
+        assert!(analyze(&latin1).reasons.is_empty());
+        latin1[22] = b'x'; // `@@ -1 +x @@`
+        assert_eq!(
+            analyze(&latin1).reasons[0].code,
+            code::MALFORMED_HUNK_HEADER
+        );
+    }
+
+    #[test]
+    fn blank_lines_past_the_counts_are_noted_before_a_header_and_refused_before_a_hunk() {
+        let two = format!("{HUNK} \n\n{HUNK}");
+        let a = analyze(two.as_bytes());
+        assert!(a.reasons.is_empty(), "{:?}", a.reasons);
+        assert_eq!(a.notes.len(), 1);
+        assert!(a.notes[0].message.contains("2 blank"), "{:?}", a.notes);
+        let before_hunk = format!("{HUNK}\n@@ -5 +5 @@\n-x\n+y\n");
+        assert_eq!(
+            analyze(before_hunk.as_bytes()).reasons[0].code,
+            code::HUNK_COUNT_MISMATCH
+        );
+        let before_change = format!("{HUNK}\n+lost\n");
+        assert_eq!(
+            analyze(before_change.as_bytes()).reasons[0].code,
+            code::HUNK_COUNT_MISMATCH
+        );
+    }
+
+    #[test]
+    fn only_a_whole_index_line_may_end_without_a_newline() {
+        let head = "diff --git a/e b/e\nnew file mode 100644\n";
+        for (last, ok) in [
+            ("index 0000000000..e69de29bb2", true),
+            ("index 0000000000..e69de29bb2 100644", true),
+            ("index 0000000000..e69de29", false),
+            ("index 0000000000..e69de29bb2 1006", false),
+            ("new file mode 100644", false),
+        ] {
+            let text = format!("{head}{last}");
+            let a = analyze(text.as_bytes());
+            assert_eq!(a.reasons.is_empty(), ok, "{last}: {:?}", a.reasons);
+        }
+    }
+
+    #[test]
+    fn every_fault_is_listed() {
+        let text = format!("{HUNK}-extra\n{HUNK}@@ -1 +1,x @@\n");
+        let codes: Vec<_> = analyze(text.as_bytes())
+            .reasons
+            .into_iter()
+            .map(|r| r.code)
+            .collect();
+        assert_eq!(
+            codes,
+            [code::HUNK_COUNT_MISMATCH, code::MALFORMED_HUNK_HEADER]
+        );
     }
 }
