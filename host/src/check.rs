@@ -155,6 +155,7 @@ pub fn replay(
             now,
             junit,
             test_run: None,
+            network: Some(crate::netns::status()),
         },
         trees,
         tests

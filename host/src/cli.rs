@@ -68,6 +68,16 @@ impl Cli {
                 None => Ok(()),
             }
         };
+        // A replay has no route to any endpoint: the process leaves every
+        // network before it reads an input (see `netns`).
+        let replays = match &self.command {
+            Command::Replay(_) | Command::Check(_) => true,
+            Command::Verify(cmd) => cmd.replay,
+            _ => false,
+        };
+        if replays {
+            crate::netns::isolate();
+        }
         match self.command {
             Command::Capture(cmd) => cmd.execute(ledger),
             Command::Lock(cmd) => cmd.execute(ledger),

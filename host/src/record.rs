@@ -228,6 +228,12 @@ pub struct PropertyResult {
     pub stderr: String,
     /// sha256 of each input the property saw, by name.
     pub inputs: BTreeMap<String, String>,
+    /// Completion ids (`chatcmpl-…`, `resp_…`, `msg_…`) in the property's
+    /// whole output (stdout, stderr, findings, error; not only the kept
+    /// excerpt), sorted; any but the captured one makes the trial `reject`
+    /// with `endpoint_coupled`. Empty is omitted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completion_ids: Vec<String>,
 }
 
 /// `properties/ID.json`: what every property said about the patched tree.
@@ -257,6 +263,12 @@ pub struct PropertyRecord {
     pub fixtures: Drift,
     /// Results in configuration order; `patch_applies` first.
     pub properties: Vec<PropertyResult>,
+    /// The network the replaying process had: `isolated` (it entered a new,
+    /// empty network namespace before reading any input, so nothing in the
+    /// replay could reach a model), or `not isolated: WHY`. Absent in
+    /// records written before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 /// How replay ran the project's test command.
@@ -284,6 +296,11 @@ pub struct TestRun {
     /// `test_command` an `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Completion ids (`chatcmpl-…`, `resp_…`, `msg_…`) in the command's
+    /// output or report, sorted; any but the captured one makes the trial
+    /// `reject` with `endpoint_coupled`. Empty is omitted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completion_ids: Vec<String>,
 }
 
 impl Record for PropertyRecord {

@@ -352,6 +352,7 @@ impl<'a> Verifier<'a> {
                 now,
                 junit,
                 test_run: record.test_run.clone(),
+                network: record.network.clone(),
             },
             &trees,
         )?;

@@ -37,6 +37,7 @@ fn property(name: &str, outcome: Outcome) -> PropertyResult {
         stdout: String::new(),
         stderr: String::new(),
         inputs: Default::default(),
+        completion_ids: Vec::new(),
     }
 }
 
@@ -56,6 +57,7 @@ fn write_properties(d: &Path, run_id: &str, fixtures: Drift, props: Vec<Property
         test_run: None,
         fixtures,
         properties: props,
+        network: None,
     };
     write(
         &ledger.join(format!("properties/{run_id}.json")),

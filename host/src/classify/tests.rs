@@ -98,6 +98,7 @@ fn prop(name: &str, outcome: Outcome) -> PropertyResult {
         stdout: String::new(),
         stderr: String::new(),
         inputs: BTreeMap::new(),
+        completion_ids: Vec::new(),
     }
 }
 
@@ -129,6 +130,7 @@ fn property_record(
         test_run: None,
         fixtures,
         properties,
+        network: Some("isolated".into()),
     }
 }
 

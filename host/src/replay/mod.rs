@@ -84,6 +84,10 @@ pub struct Replay<'a> {
     /// The test report, when the trial has one, and how it was produced.
     pub junit: Option<(StoredFile, Vec<u8>)>,
     pub test_run: Option<TestRun>,
+    /// The replaying process's network (`netns::status`), or, re-running an
+    /// archived replay, the one on record: where the auditor's process runs
+    /// is not part of the judgement.
+    pub network: Option<String>,
 }
 
 /// What the test command produced: how it ran, and its report as stored.
@@ -110,6 +114,7 @@ impl<'a> Replay<'a> {
             now: self.now,
             junit,
             test_run,
+            network: self.network.clone(),
         }
     }
 }
@@ -271,6 +276,7 @@ impl Session<'_, '_> {
             test_run: spec.test_run.clone(),
             fixtures: Drift::default(),
             properties: Vec::new(),
+            network: spec.network.clone(),
         };
         let mut applies = property::host_result(PATCH_APPLIES);
         applies.inputs = BTreeMap::from([

@@ -112,6 +112,7 @@ impl Session<'_, '_> {
         result.fuel_used = run.fuel_used;
         result.stdout = run.stdout;
         result.stderr = run.stderr;
+        result.completion_ids = run.completion_ids;
         Ok(result)
     }
 
@@ -148,6 +149,7 @@ pub(super) fn host_result(name: &str) -> PropertyResult {
         stdout: String::new(),
         stderr: String::new(),
         inputs: BTreeMap::new(),
+        completion_ids: Vec::new(),
     }
 }
 

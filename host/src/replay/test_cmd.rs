@@ -35,6 +35,7 @@ use super::{tempdir, write_file};
 use crate::exit::{Error, Result};
 use crate::git::{Applied, Repo};
 use crate::record::TestRun;
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -149,6 +150,10 @@ pub fn run_tests(
         }
     };
     let junit = read_report(&report)?;
+    let mut completion_ids = ran.completion_ids;
+    if let Some(report) = &junit {
+        crate::completion_ids::scan(report, &mut completion_ids);
+    }
     let run = TestRun {
         command: test.command.clone(),
         network: if sandbox == "none" {
@@ -160,6 +165,7 @@ pub fn run_tests(
         sandbox: Some(sandbox.into()),
         exit_code: ran.exit_code,
         stopped: ran.stopped.map(str::to_string),
+        completion_ids: completion_ids.into_iter().collect(),
     };
     Ok((run, junit))
 }
@@ -185,6 +191,8 @@ const SANDBOX_HOME: &str = "/tmp/home";
 struct Ran {
     exit_code: Option<i32>,
     stopped: Option<&'static str>,
+    /// Completion ids the command printed (see `completion_ids`).
+    completion_ids: BTreeSet<String>,
 }
 
 /// The sandbox's layout.
@@ -361,7 +369,7 @@ impl Jail<'_> {
             }
             std::thread::sleep(POLL);
         };
-        pumps.finish();
+        let completion_ids = pumps.finish();
         if stopped.is_none() && status.exit_code.is_none() && status.code == 125 {
             return Err(Error::Internal(format!(
                 "the test command's sandbox failed: {}",
@@ -371,6 +379,7 @@ impl Jail<'_> {
         Ok(Ran {
             exit_code: status.exit_code,
             stopped,
+            completion_ids,
         })
     }
 }
@@ -475,10 +484,11 @@ fn run_unsandboxed(
     // What it left behind in its group goes too (a process that made its
     // own session escapes this: that is what the sandbox is for).
     kill_group();
-    pumps.finish();
+    let completion_ids = pumps.finish();
     Ok(Ran {
         exit_code: status.code(),
         stopped,
+        completion_ids,
     })
 }
 
@@ -487,7 +497,7 @@ fn run_unsandboxed(
 struct Pumps {
     seen: Arc<AtomicU64>,
     cap: u64,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    threads: Vec<std::thread::JoinHandle<BTreeSet<String>>>,
     done: Arc<AtomicBool>,
 }
 
@@ -506,6 +516,7 @@ impl Pumps {
                 let (seen, done) = (seen.clone(), done.clone());
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 64 * 1024];
+                    let mut ids = crate::completion_ids::Scanner::default();
                     while let Ok(n) = reader.read(&mut buf) {
                         if n == 0 || done.load(Ordering::Relaxed) {
                             break;
@@ -513,9 +524,11 @@ impl Pumps {
                         let before = seen.fetch_add(n as u64, Ordering::Relaxed);
                         if before < cap {
                             let keep = n.min((cap - before) as usize);
+                            ids.feed(&buf[..keep]);
                             let _ = std::io::stderr().lock().write_all(&buf[..keep]);
                         }
                     }
+                    ids.finish()
                 })
             })
             .collect();
@@ -534,17 +547,27 @@ impl Pumps {
     /// Waits for the pipes to close (every writer is dead once the command
     /// has ended in its PID namespace); a writer that outlived an
     /// unsandboxed command is not waited for.
-    fn finish(self) {
+    /// Returns the completion ids the command printed.
+    fn finish(self) -> BTreeSet<String> {
         let grace = Instant::now() + Duration::from_secs(1);
         while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < grace {
             std::thread::sleep(POLL);
         }
         self.done.store(true, Ordering::Relaxed);
+        let mut ids = BTreeSet::new();
+        for t in self.threads {
+            if t.is_finished()
+                && let Ok(found) = t.join()
+            {
+                ids.extend(found);
+            }
+        }
         if self.seen.load(Ordering::Relaxed) > self.cap {
             eprintln!(
                 "warning: the test command printed more than {} bytes; it was stopped and its output cut",
                 self.cap
             );
         }
+        ids
     }
 }

@@ -161,6 +161,8 @@ pub struct RunResult {
     pub fuel_used: u64,
     pub stdout: String,
     pub stderr: String,
+    /// Completion ids in the whole output, findings and error, sorted.
+    pub completion_ids: Vec<String>,
 }
 
 /// A loaded, audited, pre-instantiated component that has described itself.
@@ -410,6 +412,7 @@ impl Sandbox {
             fuel_used: 0,
             stdout: String::new(),
             stderr: String::new(),
+            completion_ids: Vec::new(),
         };
         let mut store = match self.store(limits, Some(mounts), seed, Some((&out, &err))) {
             Ok(s) => s,
@@ -461,6 +464,16 @@ impl Sandbox {
         if result.error.is_some() {
             result.outcome = Outcome::Error;
         }
+        let mut ids = std::collections::BTreeSet::new();
+        crate::completion_ids::scan(&out.contents(), &mut ids);
+        crate::completion_ids::scan(&err.contents(), &mut ids);
+        for f in &result.findings {
+            crate::completion_ids::scan(f.message.as_bytes(), &mut ids);
+        }
+        if let Some(e) = &result.error {
+            crate::completion_ids::scan(e.as_bytes(), &mut ids);
+        }
+        result.completion_ids = ids.into_iter().collect();
         result
     }
 }

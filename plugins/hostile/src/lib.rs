@@ -166,6 +166,13 @@ impl Guest for Hostile {
                 "outside",
             )])),
             "empty-miss" => Ok(Outcome::Miss(Vec::new())),
+            // Holds, but prints a completion id past the kept excerpt, as a
+            // property that called a model would.
+            "called-model" => {
+                println!("{}", "x".repeat(8 * 1024));
+                println!("{{\"id\": \"chatcmpl-HostileReplayCall0123456789\", \"object\": \"chat.completion\"}}");
+                Ok(Outcome::Holds(Vec::new()))
+            }
             // Terminal control in every text a plugin hands back: a host
             // must print it inert, and keep it exact in JSON.
             "ansi-finding" => {

@@ -1,0 +1,56 @@
+//! The process leaves every network before a replay reads its inputs.
+//!
+//! `check`, `replay` and `verify --replay` call [`isolate`] first thing,
+//! while the process still has one thread: it moves the whole process into
+//! a new, empty network namespace (as root directly; otherwise inside a new
+//! user namespace that maps this user to itself, so files keep their
+//! owners). Nothing after that (git, the plugins, the test command's
+//! sandbox) has a route to any endpoint, so a replay cannot spend a token.
+//! When the kernel refuses, the run goes on and records why: the plugins
+//! and the test command stay in their own sandboxes either way.
+
+use std::sync::OnceLock;
+
+/// Recorded when the process is in a network namespace of its own.
+pub const ISOLATED: &str = "isolated";
+
+static STATUS: OnceLock<String> = OnceLock::new();
+
+/// What the process's network isolation is: [`ISOLATED`], or `not
+/// isolated: WHY`.
+pub fn status() -> String {
+    STATUS
+        .get()
+        .cloned()
+        .unwrap_or_else(|| "not isolated: the process never asked to be".into())
+}
+
+/// Moves the process into a new network namespace; returns and remembers
+/// the status. Must run before any thread is started (a multithreaded
+/// process cannot enter a new user namespace). Calling it twice returns the
+/// first status.
+pub fn isolate() -> String {
+    STATUS.get_or_init(|| match enter() {
+        Ok(()) => ISOLATED.into(),
+        Err(why) => format!("not isolated: {why}"),
+    });
+    status()
+}
+
+fn enter() -> Result<(), String> {
+    use nix::sched::{CloneFlags, unshare};
+    let uid = nix::unistd::geteuid();
+    let gid = nix::unistd::getegid();
+    if uid.is_root() && unshare(CloneFlags::CLONE_NEWNET).is_ok() {
+        return Ok(());
+    }
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
+        .map_err(|e| format!("the kernel refused a new user and network namespace ({e})"))?;
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))
+    };
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/setgroups", "deny\n".into())?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
