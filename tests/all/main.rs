@@ -7,6 +7,7 @@ mod flake;
 mod hermetic_git;
 mod hostile_tree;
 mod inert_text;
+mod live_capture;
 mod lock;
 mod readme;
 mod reconcile;

@@ -46,6 +46,10 @@ fn transcript(reasons: Vec<Reason>) -> Loaded<TranscriptReceipt> {
             reasons,
             trace: None,
             captured_at: "2026-01-01T00:00:00Z".into(),
+            model: None,
+            completion_id: None,
+            usage: None,
+            http: None,
         },
         "transcripts/run-001.json",
     )
