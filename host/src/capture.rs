@@ -94,7 +94,7 @@ impl Files {
             receipt: ledger.transcript(run),
             patch: format!("{run}.patch"),
             response: format!("{run}.response"),
-            request: format!("{run}.request.json"),
+            request: format!("{run}.request"),
             partial: format!("{run}.response.partial"),
             trace: format!("{run}.trace.jsonl"),
         }

@@ -134,13 +134,13 @@ pub struct HttpExchange {
     pub model_requested: String,
     /// Whether the response was asked for as a server-sent-event stream.
     pub stream: bool,
-    /// The HTTP status of the response; absent when none arrived (the
+    /// The HTTP status of the response; null when none arrived (the
     /// connection failed or timed out before a status line).
     pub status: Option<u16>,
     /// The output token limit sent in the request (`--max-tokens`, else
     /// `MODEL_TOKEN_BUDGET`, else `[capture] max_tokens`).
     pub max_tokens: u64,
-    /// The exact request body sent (`ID.request.json`).
+    /// The exact request body sent (`ID.request`).
     pub request: StoredFile,
 }
 

@@ -494,7 +494,7 @@ fn a_complete_response_is_captured_with_its_exchange() {
         assert_eq!(http["stream"], api.stream, "{what}");
         assert_eq!(http["status"], 200, "{what}");
         assert_eq!(http["max_tokens"], 2048, "{what}");
-        assert_eq!(http["request"]["file"], "run-1.request.json", "{what}");
+        assert_eq!(http["request"]["file"], "run-1.request", "{what}");
         // The response as received, the patch taken out of it.
         assert_eq!(stored(dir.path(), "run-1.response"), body, "{what}");
         assert_eq!(stored(dir.path(), "run-1.patch"), patch(), "{what}");
@@ -502,7 +502,7 @@ fn a_complete_response_is_captured_with_its_exchange() {
         let seen = server.seen();
         assert_eq!(seen.len(), 1, "{what}");
         let rq = &seen[0];
-        assert_eq!(stored(dir.path(), "run-1.request.json"), rq.body, "{what}");
+        assert_eq!(stored(dir.path(), "run-1.request"), rq.body, "{what}");
         assert_eq!(rq.path, api.path, "{what}");
         let sent = rq.json();
         assert_eq!(sent["model"], "m-requested", "{what}");
@@ -986,12 +986,12 @@ fn a_tampered_live_receipt_is_refused() {
     let err = tamper("\"status\": 429", "\"status\": 200");
     assert!(err.contains("do not agree"), "{err}");
     std::fs::write(
-        transcripts(dir.path()).join("run-1.request.json"),
+        transcripts(dir.path()).join("run-1.request"),
         b"{\"model\":\"other\"}\n",
     )
     .unwrap();
     let err = tamper("\"status\": 429", "\"status\": 429");
-    assert!(err.contains("run-1.request.json"), "{err}");
+    assert!(err.contains("run-1.request"), "{err}");
 }
 
 #[test]
@@ -1023,4 +1023,114 @@ fn file_capture_reports_model_completion_id_and_usage() {
         assert!(r.get("http").is_none(), "{}", api.format);
         run_env(dir.path(), &["classify", "--run", &run], &[]).assert_code(3);
     }
+}
+
+#[test]
+fn a_connection_that_never_opens_is_an_incomplete_receipt() {
+    let dir = tempdir();
+    // A port that was just free: nothing listens there.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = Server {
+        url: format!("http://127.0.0.1:{port}/v1"),
+        seen: Arc::default(),
+        tiny: None,
+    };
+    let out = live(dir.path(), "run-1", &server, &APIS[1], &[]);
+    out.assert_code(2);
+    let r = check_receipt(dir.path(), "run-1", &out);
+    assert_eq!(r["http"]["status"], serde_json::Value::Null);
+    assert_eq!(r["reasons"][0]["code"], "transport_error");
+    let message = r["reasons"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("no response arrived: "), "{message}");
+    assert_eq!(r["response"]["bytes"], 0);
+    assert!(out.stderr.contains("--run run-1-retry1"), "{}", out.stderr);
+}
+
+#[test]
+fn live_runs_verify_offline_from_the_ledger_and_from_an_archive() {
+    let dir = tempdir();
+    let api = &APIS[5];
+    let status = Server::start(
+        Reply::Whole {
+            status: api.error_status,
+            body: recorded(api.error_body),
+            stream: true,
+        },
+        api.request_id_header,
+    );
+    live(dir.path(), "run-1", &status, api, &[]).assert_code(2);
+    let body = recorded(api.complete);
+    let cut = Server::start(
+        Reply::Broken {
+            declared: None,
+            sent: body[..body.len() / 3].to_vec(),
+            pause: Duration::ZERO,
+        },
+        api.request_id_header,
+    );
+    live(dir.path(), "run-2", &cut, api, &[]).assert_code(2);
+    for run in ["run-1", "run-2"] {
+        run_env(dir.path(), &["classify", "--run", run], &[]).assert_code(2);
+    }
+    // Every run in the ledger: the stored requests are not runs of their own.
+    let out = run_env(dir.path(), &["verify", "--format", "json"], &[]);
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout.matches("\"run_id\"").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+    run_env(
+        dir.path(),
+        &["pack", "--run", "run-1", "--run", "run-2", "-o", "runs.tar"],
+        &[],
+    )
+    .assert_code(0);
+    std::fs::remove_dir_all(dir.path().join(".agent-ledger")).unwrap();
+    run_env(dir.path(), &["verify", "runs.tar"], &[]).assert_code(0);
+    assert_no_key_anywhere(dir.path());
+}
+
+// A server that quotes the key back (an echoing proxy, an error message
+// that repeats it) must not get it into the ledger either.
+#[test]
+fn a_key_the_server_sends_back_is_masked_and_reported() {
+    let dir = tempdir();
+    let api = &APIS[0];
+    let body = format!(
+        "{{\"error\":{{\"message\":\"Incorrect API key provided: {KEY}.\",\"type\":\"invalid_request_error\"}}}}\n"
+    );
+    let server = Server::start(
+        Reply::Whole {
+            status: 401,
+            body: body.clone().into_bytes(),
+            stream: false,
+        },
+        api.request_id_header,
+    );
+    let out = live(dir.path(), "run-1", &server, api, &[]);
+    out.assert_code(2);
+    let r = check_receipt(dir.path(), "run-1", &out);
+    let masked = "*".repeat(KEY.len());
+    assert_eq!(
+        codes(&r)[..2],
+        ["http_status", "api_key_echoed"],
+        "{:?}",
+        codes(&r)
+    );
+    assert_eq!(
+        r["reasons"][0]["message"],
+        format!("the server answered HTTP 401 Unauthorized: Incorrect API key provided: {masked}.")
+    );
+    assert_eq!(
+        stored(dir.path(), "run-1.response"),
+        body.replace(KEY, &masked).into_bytes()
+    );
+    // The masked body's length still matches what the server declared.
+    assert_eq!(r["declared_bytes"], body.len() as u64);
 }

@@ -28,6 +28,14 @@ pub mod code {
     /// The server answered with a status other than 2xx; the message
     /// carries the error payload's own message when it has one.
     pub const HTTP_STATUS: &str = "http_status";
+    /// The server sent the API key back (a reflecting proxy, an error that
+    /// quotes it). Every copy is stored masked with `*`, so the stored
+    /// response is not byte for byte what arrived, and the key should be
+    /// rotated.
+    pub const API_KEY_ECHOED: &str = "api_key_echoed";
+
+    /// Every code above, in the order they lead a receipt's reasons.
+    pub const ALL: [&str; 3] = [HTTP_STATUS, TRANSPORT_ERROR, API_KEY_ECHOED];
 }
 
 /// The environment variable `--max-tokens` defaults to.
@@ -222,7 +230,7 @@ pub fn request_body(
 
 /// Sends the prompt and captures the response. Before anything is sent
 /// the run's files must all be free and the request is stored
-/// (`ID.request.json`); the response streams into `ID.response.partial`,
+/// (`ID.request`); the response streams into `ID.response.partial`,
 /// which becomes `ID.response` when the exchange ends, however it ends;
 /// then the patch and, last, the receipt are written. A transport failure
 /// or an error status is a receipt marked incomplete, never an error of
@@ -253,6 +261,15 @@ pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
     }
     if let Some(message) = received.transport_error {
         reasons.push(Reason::new(code::TRANSPORT_ERROR, message));
+    }
+    if received.key_echoed > 0 {
+        reasons.push(Reason::new(
+            code::API_KEY_ECHOED,
+            format!(
+                "the server sent the API key back ({} copies); each is stored masked with `*`: rotate the key",
+                received.key_echoed
+            ),
+        ));
     }
     let http = HttpExchange {
         provider: call.provider.as_str().into(),
@@ -286,6 +303,73 @@ struct Received {
     declared_bytes: Option<u64>,
     body: Vec<u8>,
     transport_error: Option<String>,
+    /// Copies of the key masked in what the server sent.
+    key_echoed: usize,
+}
+
+/// Masks the key in a body as it grows, holding back the few bytes that
+/// could still begin a copy split across two reads.
+struct Masker<'k> {
+    key: &'k [u8],
+    /// How much of the body has been handed out to be written.
+    flushed: usize,
+    found: usize,
+}
+
+impl<'k> Masker<'k> {
+    fn new(key: &'k [u8]) -> Self {
+        Masker {
+            key,
+            flushed: 0,
+            found: 0,
+        }
+    }
+
+    /// Appends `chunk` to `body`, masks each whole copy of the key that
+    /// could end in it, and returns the bytes that are now final.
+    fn push<'b>(&mut self, body: &'b mut Vec<u8>, chunk: &[u8]) -> &'b [u8] {
+        let hold = self.key.len().saturating_sub(1);
+        let from = body.len().saturating_sub(hold);
+        body.extend_from_slice(chunk);
+        self.found += mask(&mut body[from..], self.key);
+        let end = body.len().saturating_sub(hold).max(self.flushed);
+        let out = &body[self.flushed..end];
+        self.flushed = end;
+        out
+    }
+
+    /// The bytes held back: no copy can begin in them any more.
+    fn finish<'b>(&mut self, body: &'b [u8]) -> &'b [u8] {
+        let out = &body[self.flushed..];
+        self.flushed = body.len();
+        out
+    }
+}
+
+/// Overwrites each copy of `key` in `bytes` with `*`; returns how many.
+fn mask(bytes: &mut [u8], key: &[u8]) -> usize {
+    let mut found = 0;
+    let mut i = 0;
+    while !key.is_empty() && i + key.len() <= bytes.len() {
+        if &bytes[i..i + key.len()] == key {
+            bytes[i..i + key.len()].fill(b'*');
+            found += 1;
+            i += key.len();
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// [`mask`] for text the server chose (a header, an error message).
+fn mask_text(text: String, key: &str, found: &mut usize) -> String {
+    let copies = text.matches(key).count();
+    if copies == 0 {
+        return text;
+    }
+    *found += copies;
+    text.replace(key, &"*".repeat(key.len()))
 }
 
 /// Makes the request and streams the body into `sink` (and memory, for
@@ -328,7 +412,9 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
     let response = match req.send(request) {
         Ok(r) => r,
         Err(e) => {
-            received.transport_error = Some(format!("no response arrived: {}", describe(&e, call)));
+            let message = format!("no response arrived: {}", describe(&e, call));
+            received.transport_error =
+                Some(mask_text(message, &call.key.0, &mut received.key_echoed));
             return Ok(received);
         }
     };
@@ -341,18 +427,20 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
     };
-    received.request_id = header("x-request-id").or_else(|| header("request-id"));
+    received.request_id = header("x-request-id")
+        .or_else(|| header("request-id"))
+        .map(|id| mask_text(id, &call.key.0, &mut received.key_echoed));
     received.declared_bytes = header("content-length").and_then(|v| v.parse().ok());
     // Unlimited in ureq; the cap is ours, so the bytes past it are counted
     // as a cut rather than an error of the command.
     let mut reader = response.into_body().into_reader();
     let mut buf = vec![0u8; 64 << 10];
+    let mut masker = Masker::new(call.key.0.as_bytes());
     loop {
         match reader.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                sink.write(&buf[..n])?;
-                received.body.extend_from_slice(&buf[..n]);
+                sink.write(masker.push(&mut received.body, &buf[..n]))?;
                 if received.body.len() as u64 > BODY_CAP {
                     received.transport_error = Some(format!(
                         "stopped reading after {} bytes: the response passed the {BODY_CAP}-byte cap",
@@ -375,6 +463,11 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
             }
         }
     }
+    sink.write(masker.finish(&received.body))?;
+    received.key_echoed += masker.found;
+    received.transport_error = received
+        .transport_error
+        .map(|m| mask_text(m, &call.key.0, &mut received.key_echoed));
     Ok(received)
 }
 
@@ -414,15 +507,15 @@ fn status_message(status: u16, body: &[u8]) -> String {
 }
 
 /// Checks a receipt's `http` field against its reasons and returns how
-/// many leading reasons are the exchange's own (`http_status`,
-/// `transport_error`), which a re-judgement of the bytes cannot find.
+/// many leading reasons are the exchange's own (`code::ALL`), which a
+/// re-judgement of the bytes cannot find.
 /// The stored request must be intact, the format must be the provider's,
 /// and `http_status` must be there exactly when the status is not 2xx.
 pub(super) fn check_exchange(path: &Path, receipt: &TranscriptReceipt) -> Result<usize> {
     let leading = receipt
         .reasons
         .iter()
-        .take_while(|r| r.code == code::HTTP_STATUS || r.code == code::TRANSPORT_ERROR)
+        .take_while(|r| code::ALL.contains(&r.code.as_str()))
         .count();
     let Some(http) = &receipt.http else {
         return match receipt.reasons.first() {
@@ -463,11 +556,12 @@ pub(super) fn check_exchange(path: &Path, receipt: &TranscriptReceipt) -> Result
     let transport = count(code::TRANSPORT_ERROR);
     if count(code::HTTP_STATUS) != usize::from(failed_status)
         || transport > 1
+        || count(code::API_KEY_ECHOED) > 1
         || (http.status.is_none() && transport == 0)
     {
         return Err(Error::data(
             path,
-            "field `http.status` and the reasons `http_status` and `transport_error` do not agree",
+            "field `http.status` and the reasons `http_status`, `transport_error` and `api_key_echoed` do not agree",
         ));
     }
     Ok(leading)
@@ -556,6 +650,27 @@ mod tests {
                 "stream": true,
             })
         );
+    }
+
+    #[test]
+    fn a_key_split_across_reads_is_masked_before_it_is_written() {
+        let key = b"sk-abc123";
+        let body = b"data: {\"error\":\"bad key sk-abc123, again sk-abc123\"}\n\nsk-abc12";
+        let want = b"data: {\"error\":\"bad key *********, again *********\"}\n\nsk-abc12";
+        for size in 1..=body.len() {
+            let mut masker = Masker::new(key);
+            let mut stored = Vec::new();
+            let mut written = Vec::new();
+            for chunk in body.chunks(size) {
+                written.extend_from_slice(masker.push(&mut stored, chunk));
+                // Nothing handed out to be written is a copy of the key.
+                assert!(!written.windows(key.len()).any(|w| w == key), "{size}");
+            }
+            written.extend_from_slice(masker.finish(&stored));
+            assert_eq!(written, want, "chunks of {size}");
+            assert_eq!(stored, want, "chunks of {size}");
+            assert_eq!(masker.found, 2, "chunks of {size}");
+        }
     }
 
     #[test]
