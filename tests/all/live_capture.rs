@@ -1134,3 +1134,28 @@ fn a_key_the_server_sends_back_is_masked_and_reported() {
     // The masked body's length still matches what the server declared.
     assert_eq!(r["declared_bytes"], body.len() as u64);
 }
+
+// https goes through rustls (with its bundled roots): a server that does
+// not speak TLS is a transport error in the receipt, not a crash.
+#[test]
+fn an_https_endpoint_that_fails_the_handshake_is_a_transport_error() {
+    let dir = tempdir();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut hello = [0u8; 512];
+        let _ = stream.read(&mut hello);
+        let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+    });
+    let server = Server {
+        url: format!("https://127.0.0.1:{port}/v1"),
+        seen: Arc::default(),
+        tiny: None,
+    };
+    let out = live(dir.path(), "run-1", &server, &APIS[0], &[]);
+    out.assert_code(2);
+    let r = check_receipt(dir.path(), "run-1", &out);
+    assert_eq!(r["http"]["status"], serde_json::Value::Null);
+    assert_eq!(r["reasons"][0]["code"], "transport_error");
+}

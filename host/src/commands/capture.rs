@@ -256,6 +256,7 @@ impl CaptureArgs {
             }
             None => None,
         };
+        let mut retry = None;
         let receipt = match (&self.body, &self.prompt_file) {
             (Some(body), None) => {
                 let ledger = self.scope.ledger(ledger)?;
@@ -312,7 +313,7 @@ impl CaptureArgs {
                     },
                 )?;
                 if !receipt.complete {
-                    eprintln!("{}", inert(&self.retry_hint(&run, &settings, ledger)));
+                    retry = Some(self.retry_command(&run, &settings, ledger));
                 }
                 receipt
             }
@@ -323,6 +324,15 @@ impl CaptureArgs {
             }
         };
         output::emit(output, &receipt, || human(&receipt))?;
+        if let Some(command) = retry {
+            // Each line made inert on its own: the command quotes paths,
+            // which may hold anything, but the line break is ours.
+            eprintln!(
+                "note: run `{}` is incomplete and capture does not retry; a second attempt is a new run id:",
+                inert(run.as_str())
+            );
+            eprintln!("  {}", inert(&command));
+        }
         Ok(if receipt.complete {
             ExitCode::Ok
         } else {
@@ -333,7 +343,7 @@ impl CaptureArgs {
     /// What to run for a second attempt: capture never retries, and a
     /// retry is a new run id. Every setting is spelled out, so the
     /// command does the same call whatever the environment then holds.
-    fn retry_hint(&self, run: &RunId, s: &Settings, ledger: Option<&Path>) -> String {
+    fn retry_command(&self, run: &RunId, s: &Settings, ledger: Option<&Path>) -> String {
         let mut args: Vec<String> = vec!["agent-ledger".into(), "capture".into()];
         let mut flag = |name: &str, value: &str| {
             args.push(format!("--{name}"));
@@ -363,10 +373,7 @@ impl CaptureArgs {
             flag("repo", &r.to_string_lossy());
         }
         args.push(if s.stream { "--stream" } else { "--no-stream" }.into());
-        format!(
-            "note: run `{run}` is incomplete and capture does not retry; a second attempt is a new run id:\n  {}",
-            args.join(" ")
-        )
+        args.join(" ")
     }
 }
 
