@@ -1159,3 +1159,39 @@ fn an_https_endpoint_that_fails_the_handshake_is_a_transport_error() {
     assert_eq!(r["http"]["status"], serde_json::Value::Null);
     assert_eq!(r["reasons"][0]["code"], "transport_error");
 }
+
+#[test]
+fn a_prompt_that_cannot_be_read_is_refused_before_sending() {
+    let dir = tempdir();
+    let api = &APIS[0];
+    let server = whole_server(api);
+    write(&dir.path().join("latin1.txt"), b"caf\xe9\n");
+    for (prompt, code, message) in [
+        ("missing.txt", 66, "`missing.txt`"),
+        ("latin1.txt", 65, "the prompt is not UTF-8"),
+    ] {
+        let out = run_env(
+            dir.path(),
+            &[
+                "capture",
+                "--run",
+                "run-1",
+                "--prompt-file",
+                prompt,
+                "--endpoint",
+                &server.url,
+                "--provider",
+                "openai-chat",
+                "--model",
+                "m",
+                "--max-tokens",
+                "10",
+            ],
+            &[("OPENAI_API_KEY", KEY)],
+        );
+        out.assert_code(code);
+        assert!(out.stderr.contains(message), "{}", out.stderr);
+    }
+    assert!(server.seen().is_empty(), "the endpoint was contacted");
+    assert!(!dir.path().join(".agent-ledger").exists());
+}
