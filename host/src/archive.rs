@@ -32,6 +32,7 @@ fn run_files(ledger: &Ledger, run: &RunId) -> Result<Vec<String>> {
         format!("transcripts/{run}.json"),
         format!("transcripts/{run}.patch"),
         format!("transcripts/{run}.response"),
+        format!("transcripts/{run}.request"),
         format!("transcripts/{run}.trace.jsonl"),
         format!("fixtures/{run}.lock.json"),
         format!("properties/{run}.json"),

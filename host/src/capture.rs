@@ -1,6 +1,10 @@
 //! Capture: judge a model response body and store it with its transcript
 //! receipt. The judgement is a pure function of the bytes, the format and the
 //! declared length, so classify and verify can re-run it on the stored body.
+//! A body comes from a file (`capture`) or from a model called by `live`,
+//! the only code in agent-ledger that opens a connection.
+
+pub mod live;
 
 use crate::diff;
 use crate::digest::sha256_hex;
@@ -8,7 +12,8 @@ use crate::envelope::{self, Extract};
 use crate::exit::{Error, Result};
 use crate::ledger::{self, Ledger, RETRY_HINT, RunId};
 use crate::provider::{self, BodyFormat};
-use crate::record::{Reason, SCHEMA, StoredFile, TranscriptReceipt};
+use crate::record::{HttpExchange, Reason, SCHEMA, StoredFile, TokenUsage, TranscriptReceipt};
+use std::path::PathBuf;
 
 pub const LENGTH_MISMATCH: &str = "length_mismatch";
 
@@ -26,6 +31,10 @@ pub struct Judgement {
     pub envelope: Option<String>,
     /// Irregularities that lose nothing.
     pub notes: Vec<Reason>,
+    /// What the response says about itself (see `provider::Extracted`).
+    pub model: Option<String>,
+    pub completion_id: Option<String>,
+    pub usage: Option<TokenUsage>,
 }
 
 /// Judges `body` as a response in `format` whose server declared
@@ -73,6 +82,9 @@ pub fn judge(
         strip,
         envelope: unwrapped.envelope,
         notes,
+        model: extracted.model,
+        completion_id: extracted.completion_id,
+        usage: extracted.usage,
     }
 }
 
@@ -90,49 +102,113 @@ pub struct CaptureInput<'a> {
     pub captured_at: String,
 }
 
-/// Judges and stores a body. Nothing is written when any target exists.
-pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptReceipt> {
-    let run = input.run;
-    let receipt_path = ledger.transcript(run);
-    let dir = ledger.transcripts_dir();
-    let patch_name = format!("{run}.patch");
-    let response_name = format!("{run}.response");
-    let trace_name = format!("{run}.trace.jsonl");
-    for name in [
-        &format!("{run}.json"),
-        &patch_name,
-        &response_name,
-        &trace_name,
-    ] {
-        let p = dir.join(name);
-        if p.symlink_metadata().is_ok() {
-            return Err(Error::Exists {
-                path: p,
-                hint: RETRY_HINT.into(),
-            });
+/// The files of one run's capture, in the transcripts directory.
+struct Files {
+    dir: PathBuf,
+    receipt: PathBuf,
+    patch: String,
+    response: String,
+    /// A live capture's request body.
+    request: String,
+    /// A live capture's response while it streams in.
+    partial: String,
+    trace: String,
+}
+
+impl Files {
+    fn new(ledger: &Ledger, run: &RunId) -> Files {
+        Files {
+            dir: ledger.transcripts_dir(),
+            receipt: ledger.transcript(run),
+            patch: format!("{run}.patch"),
+            response: format!("{run}.response"),
+            request: format!("{run}.request"),
+            partial: format!("{run}.response.partial"),
+            trace: format!("{run}.trace.jsonl"),
         }
     }
+
+    /// Refuses when any file of the run exists, a partial response too: a
+    /// run id is captured once, and a retry is a new run id.
+    fn check_free(&self) -> Result<()> {
+        let names = [
+            &self.patch,
+            &self.response,
+            &self.request,
+            &self.partial,
+            &self.trace,
+        ];
+        let paths = std::iter::once(self.receipt.clone()).chain(names.map(|n| self.dir.join(n)));
+        for p in paths {
+            if p.symlink_metadata().is_ok() {
+                return Err(Error::Exists {
+                    path: p,
+                    hint: RETRY_HINT.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn stored(&self, name: &str, bytes: &[u8]) -> StoredFile {
+        StoredFile {
+            file: name.to_string(),
+            sha256: sha256_hex(bytes),
+            bytes: bytes.len() as u64,
+        }
+    }
+}
+
+/// What a live capture adds to the judgement of the body it received.
+struct Exchange {
+    http: HttpExchange,
+    /// `http_status` and `transport_error` reasons, which no judgement of
+    /// the bytes could find; they come first in the receipt.
+    reasons: Vec<Reason>,
+}
+
+/// Judges and stores a body. Nothing is written when any target exists.
+pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptReceipt> {
+    let files = Files::new(ledger, input.run);
+    files.check_free()?;
+    if input.format != BodyFormat::Raw {
+        ledger::write_new(&files.dir.join(&files.response), input.body)?;
+    }
+    record(&files, input, None)
+}
+
+/// Judges a body whose response file (for a provider format) is already
+/// stored, then writes the patch, the trace and, last, the receipt: a
+/// receipt on disk always has its files beside it.
+fn record(
+    files: &Files,
+    input: CaptureInput<'_>,
+    exchange: Option<Exchange>,
+) -> Result<TranscriptReceipt> {
     let judgement = judge(
         input.format,
         input.body,
         input.declared_bytes,
         input.extract,
     );
-    let stored = |name: &str, bytes: &[u8]| StoredFile {
-        file: name.to_string(),
-        sha256: sha256_hex(bytes),
-        bytes: bytes.len() as u64,
+    let body = files.stored(&files.patch, &judgement.patch);
+    // The response is kept whenever it is not the patch itself: a provider
+    // format (stored before this), or a raw answer the patch was taken out
+    // of (stored here).
+    let unwrapped_raw = input.format == BodyFormat::Raw && judgement.patch != input.body;
+    let response = (input.format != BodyFormat::Raw || unwrapped_raw)
+        .then(|| files.stored(&files.response, input.body));
+    let trace = input.trace.map(|t| files.stored(&files.trace, t));
+    let (http, mut reasons) = match exchange {
+        Some(e) => (Some(e.http), e.reasons),
+        None => (None, Vec::new()),
     };
-    let body = stored(&patch_name, &judgement.patch);
-    // The response is kept whenever it is not the patch itself.
-    let response = (input.format != BodyFormat::Raw || judgement.patch != input.body)
-        .then(|| stored(&response_name, input.body));
-    let trace = input.trace.map(|t| stored(&trace_name, t));
-    let complete = judgement.reasons.is_empty();
+    reasons.extend(judgement.reasons);
+    let complete = reasons.is_empty();
     let receipt = TranscriptReceipt {
         schema: SCHEMA,
         record: "transcript".into(),
-        run_id: run.to_string(),
+        run_id: input.run.to_string(),
         format: input.format.as_str().into(),
         body,
         response,
@@ -140,23 +216,26 @@ pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptRec
         request_id: input.request_id,
         complete,
         verdict: if complete { "captured" } else { "incomplete" }.into(),
-        reasons: judgement.reasons,
+        reasons,
         trace,
         captured_at: input.captured_at,
+        model: judgement.model,
+        completion_id: judgement.completion_id,
+        usage: judgement.usage,
+        http,
         strip: judgement.strip,
         extract: input.extract.map(|e| e.as_str().into()),
         envelope: judgement.envelope,
         notes: judgement.notes,
     };
-    // The receipt goes last: a receipt on disk always has its files beside it.
-    ledger::write_new(&dir.join(&patch_name), &judgement.patch)?;
-    if receipt.response.is_some() {
-        ledger::write_new(&dir.join(&response_name), input.body)?;
+    if unwrapped_raw {
+        ledger::write_new(&files.dir.join(&files.response), input.body)?;
     }
+    ledger::write_new(&files.dir.join(&files.patch), &judgement.patch)?;
     if let Some(t) = input.trace {
-        ledger::write_new(&dir.join(&trace_name), t)?;
+        ledger::write_new(&files.dir.join(&files.trace), t)?;
     }
-    ledger::write_record(&receipt_path, &receipt)?;
+    ledger::write_record(&files.receipt, &receipt)?;
     Ok(receipt)
 }
 
@@ -223,6 +302,7 @@ pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Res
     if let Some(trace) = &receipt.trace {
         read_stored(path, trace)?;
     }
+    let exchange_reasons = live::check_exchange(path, receipt)?;
     let judgement = judge(format, &response, receipt.declared_bytes, extract);
     if judgement.patch != patch {
         return Err(Error::data(
@@ -251,7 +331,31 @@ pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Res
     } else {
         "incomplete"
     };
-    if judgement.reasons != receipt.reasons
+    // What the body says about itself is checked where the receipt states
+    // it; receipts written before these fields state none.
+    let stated = |field: &str, matches: bool| {
+        if matches {
+            Ok(())
+        } else {
+            Err(Error::data(
+                path,
+                format!("field `{field}` is not what the stored response says"),
+            ))
+        }
+    };
+    stated(
+        "model",
+        receipt.model.is_none() || receipt.model == judgement.model,
+    )?;
+    stated(
+        "completion_id",
+        receipt.completion_id.is_none() || receipt.completion_id == judgement.completion_id,
+    )?;
+    stated(
+        "usage",
+        receipt.usage.is_none() || receipt.usage == judgement.usage,
+    )?;
+    if judgement.reasons != receipt.reasons[exchange_reasons..]
         || receipt.complete != receipt.reasons.is_empty()
         || receipt.verdict != expected_verdict
     {

@@ -29,6 +29,8 @@ pub struct Config {
     pub flakes: Flakes,
     #[serde(default)]
     pub limits: LimitsConfig,
+    #[serde(default)]
+    pub capture: CaptureConfig,
     #[serde(default, rename = "property")]
     pub properties: Vec<PropertyConfig>,
 }
@@ -109,6 +111,29 @@ pub struct LimitsConfig {
     pub fuel: Option<u64>,
     pub memory_mb: Option<u64>,
     pub timeout_ms: Option<u64>,
+}
+
+/// Defaults for a live capture (`capture --prompt-file`); each key has the
+/// flag of the same name (`api_key_env` is `--api-key-env`), which wins.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureConfig {
+    /// The API base, e.g. `https://api.openai.com/v1`.
+    pub endpoint: Option<String>,
+    pub provider: Option<crate::provider::Provider>,
+    pub model: Option<String>,
+    pub stream: Option<bool>,
+    /// The environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Used when neither `--max-tokens` nor `MODEL_TOKEN_BUDGET` is set.
+    pub max_tokens: Option<u64>,
+    /// Seconds.
+    pub connect_timeout: Option<u64>,
+    /// Seconds.
+    pub idle_timeout: Option<u64>,
+    /// Never a key: parsed only to refuse it, without keeping the value.
+    #[serde(default)]
+    api_key: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -221,6 +246,7 @@ impl Config {
             protect: Protect::default(),
             flakes: Flakes::default(),
             limits: LimitsConfig::default(),
+            capture: CaptureConfig::default(),
             properties: Vec::new(),
         }
     }
@@ -228,10 +254,18 @@ impl Config {
     pub fn parse(bytes: &[u8], source: &Path) -> Result<Config> {
         let text = std::str::from_utf8(bytes)
             .map_err(|_| Error::data(source, "configuration is not UTF-8"))?;
+        // The message and position only: toml's own rendering quotes the
+        // offending line, which may hold a value that should not be printed.
         let config: Config = toml::from_str(text).map_err(|e| {
+            let at = e.span().map_or_else(String::new, |span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(" (line {line}, column {column})")
+            });
             Error::data(
                 source,
-                format!("invalid configuration: {}", e.to_string().trim()),
+                format!("invalid configuration: {}{at}", e.message().trim()),
             )
         })?;
         if config.schema > SCHEMA || config.schema == 0 {
@@ -269,6 +303,25 @@ impl Config {
                 return Err(Error::data(
                     source,
                     format!("`property[{i}].name`: `{}` is listed twice", p.name),
+                ));
+            }
+        }
+        let c = &config.capture;
+        if c.api_key.is_some() {
+            return Err(Error::data(
+                source,
+                "`capture.api_key`: the configuration never holds an API key; name the environment variable that does with `api_key_env`",
+            ));
+        }
+        for (key, value) in [
+            ("max_tokens", c.max_tokens),
+            ("connect_timeout", c.connect_timeout),
+            ("idle_timeout", c.idle_timeout),
+        ] {
+            if value == Some(0) {
+                return Err(Error::data(
+                    source,
+                    format!("`capture.{key}` is 0; it must be 1 or more"),
                 ));
             }
         }
@@ -386,6 +439,54 @@ max_latency_ms = "250"
         let msg =
             refusal("schema = 1\n[[property]]\nname = \"a\"\nplugin = \"builtin:a\"\nfule = 1\n");
         assert!(msg.contains("unknown field `fule`"), "{msg}");
+    }
+
+    #[test]
+    fn a_capture_table_sets_live_capture_defaults() {
+        let c = parse(
+            "schema = 1\n[capture]\nendpoint = \"https://api.anthropic.com/v1\"\nprovider = \"anthropic\"\nmodel = \"claude-x\"\nstream = true\napi_key_env = \"MY_KEY\"\nmax_tokens = 4096\nconnect_timeout = 5\nidle_timeout = 60\n",
+        )
+        .unwrap()
+        .capture;
+        assert_eq!(c.endpoint.as_deref(), Some("https://api.anthropic.com/v1"));
+        assert_eq!(c.provider, Some(crate::provider::Provider::Anthropic));
+        assert_eq!(c.model.as_deref(), Some("claude-x"));
+        assert_eq!(c.stream, Some(true));
+        assert_eq!(c.api_key_env.as_deref(), Some("MY_KEY"));
+        assert_eq!(c.max_tokens, Some(4096));
+        assert_eq!((c.connect_timeout, c.idle_timeout), (Some(5), Some(60)));
+        assert!(parse("schema = 1\n").unwrap().capture.max_tokens.is_none());
+    }
+
+    #[test]
+    fn a_capture_table_refuses_unknown_keys_zero_limits_and_bad_providers() {
+        let msg = refusal("schema = 1\n[capture]\nmodle = \"x\"\n");
+        assert!(msg.contains("unknown field `modle`"), "{msg}");
+        assert!(msg.contains("(line 3, column 1)"), "{msg}");
+        assert_eq!(
+            refusal("schema = 1\n[capture]\nmax_tokens = 0\n"),
+            "`repo/agent-ledger.toml`: `capture.max_tokens` is 0; it must be 1 or more"
+        );
+        let msg = refusal("schema = 1\n[capture]\nprovider = \"gemini\"\n");
+        assert!(msg.contains("unknown variant `gemini`"), "{msg}");
+    }
+
+    // The key must never sit in a file that is committed and archived, nor
+    // be echoed by the refusal.
+    #[test]
+    fn a_capture_table_refuses_an_api_key_without_printing_it() {
+        for text in [
+            "schema = 1\n[capture]\napi_key = \"sk-secret-123\"\n",
+            "schema = 1\n[capture]\napi_key = { value = \"sk-secret-123\" }\n",
+        ] {
+            let msg = refusal(text);
+            assert!(msg.contains("never holds an API key"), "{msg}");
+            assert!(!msg.contains("sk-secret-123"), "{msg}");
+        }
+        // A misspelt key name is refused without its value too.
+        let msg = refusal("schema = 1\n[capture]\napikey = \"sk-secret-123\"\n");
+        assert!(msg.contains("unknown field `apikey`"), "{msg}");
+        assert!(!msg.contains("sk-secret-123"), "{msg}");
     }
 
     #[test]

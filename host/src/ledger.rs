@@ -135,6 +135,73 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
 }
 
+/// A file written as its bytes arrive (a streamed response): under
+/// `NAME.partial` until [`Growing::finish`] links it to `NAME`. A crash
+/// mid-stream leaves the partial bytes under a name that says so, and
+/// never a file under its final name that looks whole.
+pub struct Growing {
+    partial: PathBuf,
+    target: PathBuf,
+    file: fs::File,
+}
+
+impl Growing {
+    /// Creates `partial` (which must not exist) for bytes that will be
+    /// stored as `target`.
+    pub fn create(partial: &Path, target: &Path) -> Result<Growing> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = partial.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(partial)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => Error::Exists {
+                    path: partial.to_path_buf(),
+                    hint: RETRY_HINT.into(),
+                },
+                _ => Error::write(partial, e),
+            })?;
+        // Stored files are ordinary readable files, whatever the umask.
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .map_err(|e| Error::write(partial, e))?;
+        Ok(Growing {
+            partial: partial.to_path_buf(),
+            target: target.to_path_buf(),
+            file,
+        })
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file
+            .write_all(bytes)
+            .map_err(|e| Error::write(&self.partial, e))
+    }
+
+    /// fsyncs the bytes, links them to the target name (never over an
+    /// existing file), removes the partial name and fsyncs the directory.
+    pub fn finish(self) -> Result<()> {
+        self.file
+            .sync_all()
+            .map_err(|e| Error::write(&self.partial, e))?;
+        match fs::hard_link(&self.partial, &self.target) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(Error::Exists {
+                    path: self.target,
+                    hint: RETRY_HINT.into(),
+                });
+            }
+            Err(e) => return Err(Error::write(&self.target, e)),
+        }
+        fs::remove_file(&self.partial).map_err(|e| Error::write(&self.partial, e))?;
+        let dir = self.target.parent().unwrap_or(Path::new("."));
+        sync_dir(dir).map_err(|e| Error::write(dir, e))
+    }
+}
+
 /// Stores bytes in the content-addressed object store, once.
 pub fn store_object(ledger: &Ledger, bytes: &[u8]) -> Result<String> {
     let sha = sha256_hex(bytes);
@@ -318,6 +385,7 @@ mod tests {
             transcript_sha256: None,
             lock_sha256: None,
             properties_sha256: None,
+            tokens: None,
         }
     }
 
@@ -421,6 +489,30 @@ mod tests {
         std::os::unix::fs::symlink(&target, &path).unwrap();
         assert!(matches!(write_new(&path, b"x"), Err(Error::Exists { .. })));
         assert!(!target.exists());
+    }
+
+    #[test]
+    fn a_growing_file_has_its_final_name_only_once_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let partial = dir.path().join("t/run-001.response.partial");
+        let target = dir.path().join("t/run-001.response");
+        let mut g = Growing::create(&partial, &target).unwrap();
+        g.write(b"data: 1\n\n").unwrap();
+        assert_eq!(fs::read(&partial).unwrap(), b"data: 1\n\n");
+        assert!(!target.exists());
+        assert!(matches!(
+            Growing::create(&partial, &target),
+            Err(Error::Exists { .. })
+        ));
+        g.write(b"data: 2\n\n").unwrap();
+        g.finish().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"data: 1\n\ndata: 2\n\n");
+        assert!(!partial.exists());
+        assert_eq!(mode(&target), 0o644);
+        // A target that appeared meanwhile is never replaced.
+        let g = Growing::create(&partial, &target).unwrap();
+        assert!(matches!(g.finish(), Err(Error::Exists { .. })));
+        assert_eq!(fs::read(&target).unwrap(), b"data: 1\n\ndata: 2\n\n");
     }
 
     #[test]

@@ -78,6 +78,27 @@ pub struct TranscriptReceipt {
     pub trace: Option<StoredFile>,
     /// When the capture was recorded, RFC 3339 UTC.
     pub captured_at: String,
+    /// The model the server said produced the response (`model` in the
+    /// body or its first event), as opposed to the one asked for
+    /// (`http.model_requested`). Absent when the body names none, for `raw`,
+    /// and in receipts written before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's id of this completion (`chatcmpl-…`, `resp_…`,
+    /// `msg_…`), read from the body. Later steps compare it with any
+    /// completion id they see. Absent as `model` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_id: Option<String>,
+    /// The token usage the body reports. Absent when it reports none (a
+    /// stream cut before its usage event, a server that sends none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// The HTTP exchange of a live capture (`capture --prompt-file`);
+    /// absent when a body file was captured. The request id and declared
+    /// length of the exchange are the top-level `request_id` and
+    /// `declared_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpExchange>,
     /// How many leading path components `git apply -p` strips from the
     /// patch's names: 1 for `a/`/`b/` (or any other one-component prefix
     /// pair), 0 for `--no-prefix` diffs. Replay applies with exactly this
@@ -103,6 +124,49 @@ pub struct TranscriptReceipt {
 
 fn default_strip() -> u32 {
     1
+}
+
+/// Tokens a provider reports for one completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Tokens the model read: OpenAI `prompt_tokens` (chat) or
+    /// `input_tokens` (Responses); Anthropic `input_tokens` plus
+    /// `cache_creation_input_tokens` and `cache_read_input_tokens`, so that
+    /// every provider counts cached input as input.
+    pub input_tokens: u64,
+    /// Tokens the model wrote: `completion_tokens` (chat), `output_tokens`
+    /// (Responses, Anthropic; for an Anthropic stream the last
+    /// `message_delta` count). Reasoning tokens are included where the
+    /// provider includes them.
+    pub output_tokens: u64,
+    /// The provider's `total_tokens` when it gives one, else
+    /// `input_tokens + output_tokens`.
+    pub total_tokens: u64,
+}
+
+/// How a live capture called the model, and what the server answered.
+/// It never holds the API key: only the name of the variable it came from
+/// is known to the command, and it is not recorded either.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpExchange {
+    /// `openai-chat`, `openai-responses` or `anthropic`.
+    pub provider: String,
+    /// The API base the request went to (`https://host/v1`), as given:
+    /// an endpoint with credentials, a query or a fragment is refused, so
+    /// this holds no secret.
+    pub endpoint: String,
+    /// The model named in the request (`--model`).
+    pub model_requested: String,
+    /// Whether the response was asked for as a server-sent-event stream.
+    pub stream: bool,
+    /// The HTTP status of the response; null when none arrived (the
+    /// connection failed or timed out before a status line).
+    pub status: Option<u16>,
+    /// The output token limit sent in the request (`--max-tokens`, else
+    /// `MODEL_TOKEN_BUDGET`, else `[capture] max_tokens`).
+    pub max_tokens: u64,
+    /// The exact request body sent (`ID.request`).
+    pub request: StoredFile,
 }
 
 impl Record for TranscriptReceipt {
@@ -357,6 +421,27 @@ pub struct VerdictRecord {
     pub transcript_sha256: Option<String>,
     pub lock_sha256: Option<String>,
     pub properties_sha256: Option<String>,
+    /// The tokens this trial spent, step by step; absent in verdicts
+    /// written before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenLedger>,
+}
+
+/// The token ledger of one trial: the model is called once, at capture, and
+/// never again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenLedger {
+    /// What capture spent, as the transcript receipt's `usage` reports it;
+    /// null when the body reported none (a raw diff, a stream cut before
+    /// its usage event) or there is no receipt.
+    pub capture: Option<TokenUsage>,
+    /// Tokens spent by every step after capture (lock, properties, test
+    /// command): 0 when the replay ran in a network namespace of its own
+    /// (the property record's `network` is `isolated`) and no output showed
+    /// a completion other than the captured one. Null when that cannot be
+    /// shown: no property record, a replay that was not isolated, or an
+    /// `endpoint_coupled` trial, whose replay talked to a model.
+    pub after_capture: Option<u64>,
 }
 
 impl Record for VerdictRecord {

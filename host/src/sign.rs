@@ -280,6 +280,7 @@ mod tests {
             transcript_sha256: Some("1".repeat(64)),
             lock_sha256: Some("2".repeat(64)),
             properties_sha256: Some("3".repeat(64)),
+            tokens: None,
         }
     }
 

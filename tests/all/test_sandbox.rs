@@ -9,27 +9,27 @@ use crate::support::*;
 use std::path::{Path, PathBuf};
 
 /// Writes a passing report: what an escaped command would claim.
-const PASS: &str = r#"printf '<testsuites><testsuite name="t" tests="1" failures="0"><testcase classname="t" name="ok"/></testsuite></testsuites>' > "$AGENT_LEDGER_JUNIT""#;
+pub(crate) const PASS: &str = r#"printf '<testsuites><testsuite name="t" tests="1" failures="0"><testcase classname="t" name="ok"/></testsuite></testsuites>' > "$AGENT_LEDGER_JUNIT""#;
 /// Writes a failing report: what a contained command ends with.
-const FAIL: &str = r#"printf '<testsuites><testsuite name="t" tests="1" failures="1"><testcase classname="t" name="contained"><failure message="the attack failed"/></testcase></testsuite></testsuites>' > "$AGENT_LEDGER_JUNIT""#;
+pub(crate) const FAIL: &str = r#"printf '<testsuites><testsuite name="t" tests="1" failures="1"><testcase classname="t" name="contained"><failure message="the attack failed"/></testcase></testsuite></testsuites>' > "$AGENT_LEDGER_JUNIT""#;
 
 /// `if ATTACK; then PASS; else FAIL; fi`.
-fn attack(what: &str) -> String {
+pub(crate) fn attack(what: &str) -> String {
     format!("if {what}; then {PASS}; else {FAIL}; fi")
 }
 
 /// The demo repository with `tests_pass` configured, and the places of
 /// this user that the test command must not reach: `$HOME`, the state
 /// directory (cache key), the cache.
-struct Trial {
-    repo: DemoRepo,
+pub(crate) struct Trial {
+    pub(crate) repo: DemoRepo,
     home: tempfile::TempDir,
     state: tempfile::TempDir,
     cache: tempfile::TempDir,
 }
 
 impl Trial {
-    fn new() -> Trial {
+    pub(crate) fn new() -> Trial {
         let repo = DemoRepo::with(|root| {
             let mut config = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
             config.push_str(
@@ -50,11 +50,11 @@ impl Trial {
         trial
     }
 
-    fn command(&self, extra: &[&str]) -> std::process::Command {
+    pub(crate) fn command(&self, extra: &[&str]) -> std::process::Command {
         self.command_for("r", extra)
     }
 
-    fn command_for(&self, run: &str, extra: &[&str]) -> std::process::Command {
+    pub(crate) fn command_for(&self, run: &str, extra: &[&str]) -> std::process::Command {
         let mut c = command(self.repo.path());
         c.args(["check", "--run", run, "--base", &self.repo.base])
             .arg("--cache-dir")
@@ -69,7 +69,7 @@ impl Trial {
     }
 
     /// Runs `check --test-cmd CMD`; returns the exit code and stderr.
-    fn check(&self, cmd: &str, extra: &[&str]) -> (i32, String) {
+    pub(crate) fn check(&self, cmd: &str, extra: &[&str]) -> (i32, String) {
         self.check_run("r", cmd, extra)
     }
 
@@ -275,7 +275,7 @@ fn a_test_command_that_writes_no_report_is_not_review() {
 
 /// Runs `command` where the kernel refuses new user namespaces: inside a
 /// user namespace whose `user.max_user_namespaces` is 0.
-fn without_user_namespaces(mut command: std::process::Command) -> std::process::Output {
+pub(crate) fn without_user_namespaces(mut command: std::process::Command) -> std::process::Output {
     let mut outer = std::process::Command::new("unshare");
     outer
         .args(["--user", "--map-root-user", "sh", "-c"])

@@ -4,8 +4,10 @@
 //! 1. no transcript receipt, or an incomplete one => `incomplete` (exit 2)
 //! 2. no fixture lock, an empty one, or drift on the patched tree =>
 //!    `fixture_mismatch` (exit 3)
-//! 3. no property record, no property, or any property not `holds` =>
-//!    `reject` (exit 4)
+//! 3. no property record, a replay that talked to a model
+//!    (`endpoint_coupled`: a completion id other than the captured one in a
+//!    property's or the test command's output), no property, or any
+//!    property not `holds` => `reject` (exit 4)
 //! 4. otherwise => `review` (exit 0)
 //!
 //! A record from another run, a broken digest link or a record that does not
@@ -16,7 +18,8 @@ use crate::exit::Result;
 use crate::ledger::{Loaded, RunId, check_link, check_run};
 use crate::lock::check_consistent;
 use crate::record::{
-    FixtureLock, Outcome, PropertyRecord, Reason, SCHEMA, TranscriptReceipt, Verdict, VerdictRecord,
+    FixtureLock, Outcome, PropertyRecord, Reason, SCHEMA, TokenLedger, TranscriptReceipt, Verdict,
+    VerdictRecord,
 };
 
 /// The records of one run, each possibly missing.
@@ -45,8 +48,59 @@ pub fn verdict_of(run: &RunId, records: &Records) -> VerdictRecord {
         transcript_sha256: records.transcript.as_ref().map(|l| l.sha256.clone()),
         lock_sha256: records.lock.as_ref().map(|l| l.sha256.clone()),
         properties_sha256: records.properties.as_ref().map(|l| l.sha256.clone()),
+        tokens: Some(token_ledger(records)),
     }
 }
+
+/// Tokens at capture, from the receipt; after capture, zero where the
+/// records show it.
+fn token_ledger(records: &Records) -> TokenLedger {
+    let captured = records.transcript.as_ref();
+    let after_capture = records.properties.as_ref().and_then(|p| {
+        let isolated = p.record.network.as_deref() == Some(crate::netns::ISOLATED);
+        let coupled = !endpoint_calls(&p.record, captured.map(|t| &t.record)).is_empty();
+        (isolated && !coupled).then_some(0)
+    });
+    TokenLedger {
+        capture: captured.and_then(|t| t.record.usage),
+        after_capture,
+    }
+}
+
+/// Every completion id in the replay's outputs other than the captured
+/// one, with where it was seen: each is a model call the replay made.
+fn endpoint_calls(p: &PropertyRecord, t: Option<&TranscriptReceipt>) -> Vec<Reason> {
+    let captured = t.and_then(|t| t.completion_id.as_deref());
+    let mut seen: Vec<(String, &[String])> = p
+        .properties
+        .iter()
+        .map(|r| {
+            (
+                format!("property `{}`", r.name),
+                r.completion_ids.as_slice(),
+            )
+        })
+        .collect();
+    if let Some(run) = &p.test_run {
+        seen.push(("the test command".into(), run.completion_ids.as_slice()));
+    }
+    let mut reasons = Vec::new();
+    for (who, ids) in seen {
+        for id in crate::completion_ids::foreign(ids, captured) {
+            reasons.push(Reason::new(
+                ENDPOINT_COUPLED,
+                format!(
+                    "{who} printed completion id `{id}`, not the captured completion{}: the replay talked to a model",
+                    captured.map_or(String::new(), |c| format!(" `{c}`"))
+                ),
+            ));
+        }
+    }
+    reasons
+}
+
+/// The reason code of a replay that talked to a model.
+pub const ENDPOINT_COUPLED: &str = "endpoint_coupled";
 
 fn check_chain(run: &RunId, r: &Records) -> Result<()> {
     if let Some(t) = &r.transcript {
@@ -143,6 +197,12 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
             }
         }
         return (Verdict::FixtureMismatch, reasons);
+    }
+    // A replay that talked to a model judged nothing reproducible: that is
+    // the reason, before anything its properties found.
+    let coupled = endpoint_calls(&p.record, Some(&t.record));
+    if !coupled.is_empty() {
+        return (Verdict::Reject, coupled);
     }
     if p.record.properties.is_empty() {
         return (

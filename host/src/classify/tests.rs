@@ -50,6 +50,10 @@ fn transcript(reasons: Vec<Reason>) -> Loaded<TranscriptReceipt> {
             extract: None,
             envelope: None,
             notes: Vec::new(),
+            model: None,
+            completion_id: None,
+            usage: None,
+            http: None,
         },
         "transcripts/run-001.json",
     )

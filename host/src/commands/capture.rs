@@ -1,25 +1,44 @@
-//! `agent-ledger capture`: judge and store a model response.
+//! `agent-ledger capture`: judge and store a model response, read from a
+//! file or received from a model (live capture).
 
+use crate::capture::live::{self, ApiKey, Endpoint};
 use crate::capture::{CaptureInput, capture};
+use crate::config::CaptureConfig;
 use crate::exit::{Error, ExitCode, Result};
 use crate::input;
 use crate::ledger::RunId;
 use crate::output::{self, OutputFormat, inert};
-use crate::provider::BodyFormat;
-use crate::resolve::ScopeArgs;
+use crate::provider::{BodyFormat, Provider};
+use crate::record::TranscriptReceipt;
+use crate::resolve::{ConfigAt, Needs, ScopeArgs};
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("source").required(true).args(["body", "prompt_file"])
+))]
 pub struct CaptureArgs {
     /// Run id for this trial (a retry is a new run id).
     #[arg(long, value_name = "ID")]
     pub run: String,
     /// The response body: a file, or `-` for stdin.
     #[arg(long, value_name = "FILE")]
-    pub body: PathBuf,
-    /// How the body is encoded.
-    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub body: Option<PathBuf>,
+    /// Send this prompt (a UTF-8 file, or `-` for stdin) to a model and
+    /// capture its response: live capture. Exactly one of `--body` and
+    /// `--prompt-file` is given.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// How the body is encoded (a live capture's format follows from
+    /// `--provider` and `--stream`).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        conflicts_with = "prompt_file"
+    )]
     pub body_format: Option<BodyFormat>,
     /// Output format (human, json). For one release it also accepts a body
     /// format (raw, openai-chat, ...), with a deprecation warning: use
@@ -32,11 +51,13 @@ pub struct CaptureArgs {
     /// `unterminated_envelope`. Without it, a wrapped answer is incomplete.
     #[arg(long, value_enum, value_name = "ENVELOPE")]
     pub extract: Option<crate::envelope::Extract>,
-    /// The byte length the server declared for the response.
-    #[arg(long, value_name = "N")]
+    /// The byte length the server declared for the response (a live
+    /// capture records the `Content-Length` header itself).
+    #[arg(long, value_name = "N", conflicts_with = "prompt_file")]
     pub declared_bytes: Option<u64>,
-    /// The provider's request id.
-    #[arg(long, value_name = "R")]
+    /// The provider's request id (a live capture records the `x-request-id`
+    /// or `request-id` header itself).
+    #[arg(long, value_name = "R", conflicts_with = "prompt_file")]
     pub request_id: Option<String>,
     /// The agent's tool-call trace (JSONL, see `agent-ledger trace`), stored
     /// beside the transcript for the `span_bijection` property.
@@ -44,6 +65,157 @@ pub struct CaptureArgs {
     pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub scope: ScopeArgs,
+    /// Last: its help heading applies to the flags after it.
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+/// The flags of a live capture. Each may also be set in the `[capture]`
+/// table of the configuration (same name, snake_case); a flag wins.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Live capture (with --prompt-file)")]
+pub struct LiveArgs {
+    /// The API base the provider's path is appended to, e.g.
+    /// `https://api.openai.com/v1`. https, or http to this machine only.
+    #[arg(long, value_name = "URL", conflicts_with = "body")]
+    pub endpoint: Option<String>,
+    /// The provider's API.
+    #[arg(long, value_enum, value_name = "API", conflicts_with = "body")]
+    pub provider: Option<Provider>,
+    /// The model to ask.
+    #[arg(long, value_name = "M", conflicts_with = "body")]
+    pub model: Option<String>,
+    /// Ask for a server-sent-event stream.
+    #[arg(long, conflicts_with = "body", overrides_with = "no_stream")]
+    pub stream: bool,
+    /// Ask for one JSON response (overrides `stream = true` in the
+    /// configuration).
+    #[arg(long, conflicts_with = "body", overrides_with = "stream")]
+    pub no_stream: bool,
+    /// The environment variable holding the API key [default:
+    /// OPENAI_API_KEY, or ANTHROPIC_API_KEY for `anthropic`]. The key is
+    /// sent in one header and never written anywhere.
+    #[arg(long, value_name = "NAME", conflicts_with = "body")]
+    pub api_key_env: Option<String>,
+    /// The output token limit sent with the request [default:
+    /// $MODEL_TOKEN_BUDGET, else `max_tokens` in `[capture]`; with none,
+    /// no request is sent].
+    #[arg(long, value_name = "N", conflicts_with = "body",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
+    /// Seconds allowed to resolve the host and connect (TLS included)
+    /// [default: 10].
+    #[arg(long, value_name = "SECS", conflicts_with = "body",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub connect_timeout: Option<u64>,
+    /// Seconds allowed for any one wait for the response: its head, or the
+    /// next bytes of its body [default: 300]. A stream that stalls longer
+    /// is cut and its receipt is `incomplete` (`transport_error`).
+    #[arg(long, value_name = "SECS", conflicts_with = "body",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: Option<u64>,
+}
+
+/// A live capture's settings, resolved from flags, the environment and
+/// the configuration, before anything is sent.
+struct Settings {
+    provider: Provider,
+    endpoint: Endpoint,
+    model: String,
+    stream: bool,
+    api_key_env: String,
+    max_tokens: u64,
+    connect_timeout: u64,
+    idle_timeout: u64,
+}
+
+impl LiveArgs {
+    /// Flags first, then (for the token limit) `MODEL_TOKEN_BUDGET`, then
+    /// `[capture]` from `source`. Whatever is missing or invalid refuses
+    /// the call before it is made.
+    fn resolve(&self, config: &CaptureConfig, source: &str) -> Result<Settings> {
+        let needed = |flag: &str, key: &str| {
+            Error::Usage(format!(
+                "a live capture needs `--{flag}` (or `{key}` in the `[capture]` table of the configuration)"
+            ))
+        };
+        let provider = self
+            .provider
+            .or(config.provider)
+            .ok_or_else(|| needed("provider", "provider"))?;
+        let endpoint = match (&self.endpoint, &config.endpoint) {
+            (Some(flag), _) => {
+                Endpoint::parse(flag).map_err(|why| Error::Usage(format!("`--endpoint`: {why}")))?
+            }
+            (None, Some(configured)) => Endpoint::parse(configured).map_err(|why| {
+                Error::data(Path::new(source), format!("`capture.endpoint`: {why}"))
+            })?,
+            (None, None) => return Err(needed("endpoint", "endpoint")),
+        };
+        let model = self
+            .model
+            .clone()
+            .or_else(|| config.model.clone())
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| needed("model", "model"))?;
+        let stream = if self.stream {
+            true
+        } else if self.no_stream {
+            false
+        } else {
+            config.stream.unwrap_or(false)
+        };
+        let api_key_env = self
+            .api_key_env
+            .clone()
+            .or_else(|| config.api_key_env.clone())
+            .unwrap_or_else(|| provider.default_key_env().to_string());
+        let max_tokens = match self.max_tokens {
+            Some(n) => n,
+            None => match token_budget()? {
+                Some(n) => n,
+                None => config.max_tokens.ok_or_else(|| {
+                    Error::Usage(format!(
+                        "no token budget: give `--max-tokens N`, set `{}`, or set `max_tokens` in `[capture]`; capture never picks a number itself, and no request was sent",
+                        live::TOKEN_BUDGET_ENV
+                    ))
+                })?,
+            },
+        };
+        Ok(Settings {
+            provider,
+            endpoint,
+            model,
+            stream,
+            api_key_env,
+            max_tokens,
+            connect_timeout: self
+                .connect_timeout
+                .or(config.connect_timeout)
+                .unwrap_or(live::DEFAULT_CONNECT_TIMEOUT_SECS),
+            idle_timeout: self
+                .idle_timeout
+                .or(config.idle_timeout)
+                .unwrap_or(live::DEFAULT_IDLE_TIMEOUT_SECS),
+        })
+    }
+}
+
+/// `MODEL_TOKEN_BUDGET`: unset or empty is no budget; anything but a whole
+/// number of 1 or more is refused.
+fn token_budget() -> Result<Option<u64>> {
+    let name = live::TOKEN_BUDGET_ENV;
+    match std::env::var_os(name) {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => match v.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {
+            Some(n) if n > 0 => Ok(Some(n)),
+            _ => Err(Error::Usage(format!(
+                "`{name}` is `{}`: expected a whole number of tokens, 1 or more",
+                v.to_string_lossy()
+            ))),
+        },
+    }
 }
 
 /// Splits the values of `--format` into the output format and, deprecated,
@@ -51,7 +223,7 @@ pub struct CaptureArgs {
 fn resolve_formats(
     body_flag: Option<BodyFormat>,
     values: &[String],
-) -> Result<(BodyFormat, OutputFormat)> {
+) -> Result<(Option<BodyFormat>, OutputFormat)> {
     let mut body = body_flag;
     let mut out = None;
     for v in values {
@@ -75,15 +247,13 @@ fn resolve_formats(
             )));
         }
     }
-    Ok((body.unwrap_or(BodyFormat::Raw), out.unwrap_or_default()))
+    Ok((body, out.unwrap_or_default()))
 }
 
 impl CaptureArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         let run = RunId::parse(&self.run)?;
-        let (format, output) = resolve_formats(self.body_format, &self.formats)?;
-        let ledger = self.scope.ledger(ledger)?;
-        let body = input::read_file_or_stdin(&self.body, input::BODY_CAP)?;
+        let (body_format, output) = resolve_formats(self.body_format, &self.formats)?;
         let trace = match &self.trace {
             Some(path) => {
                 let bytes = input::read_file(path, input::TRACE_CAP)?;
@@ -92,50 +262,241 @@ impl CaptureArgs {
             }
             None => None,
         };
-        let receipt = capture(
-            &ledger,
-            CaptureInput {
-                run: &run,
-                format,
-                extract: self.extract,
-                body: &body,
-                declared_bytes: self.declared_bytes,
-                request_id: self.request_id,
-                trace: trace.as_deref(),
-                captured_at: crate::clock::format_time(crate::clock::now()),
-            },
-        )?;
-        output::emit(output, &receipt, || {
-            let mut text = format!(
-                "{}: run {} ({}, {} bytes, sha256 {})\n",
-                receipt.verdict,
-                inert(&receipt.run_id),
-                inert(&receipt.format),
-                receipt.body.bytes,
-                receipt.body.sha256
-            );
-            if let Some(e) = &receipt.envelope {
-                text.push_str(&format!("  envelope: {}\n", inert(e)));
+        let mut retry = None;
+        let receipt = match (&self.body, &self.prompt_file) {
+            (Some(body), None) => {
+                let ledger = self.scope.ledger(ledger)?;
+                let body = input::read_file_or_stdin(body, input::BODY_CAP)?;
+                capture(
+                    &ledger,
+                    CaptureInput {
+                        run: &run,
+                        format: body_format.unwrap_or(BodyFormat::Raw),
+                        extract: self.extract,
+                        body: &body,
+                        declared_bytes: self.declared_bytes,
+                        request_id: self.request_id.clone(),
+                        trace: trace.as_deref(),
+                        captured_at: crate::clock::format_time(crate::clock::now()),
+                    },
+                )?
             }
-            if receipt.strip != 1 {
-                text.push_str(&format!("  strip: -p{}\n", receipt.strip));
+            (None, Some(prompt_file)) => {
+                if body_format.is_some() {
+                    return Err(Error::Usage(
+                        "a live capture's body format follows from `--provider` and `--stream`: drop the body format from `--format`".into(),
+                    ));
+                }
+                // The `[capture]` table is read even with `--ledger`.
+                let resolved = self.scope.resolve(
+                    ledger,
+                    Needs {
+                        repo: false,
+                        config_at: ConfigAt::WorkingTree,
+                    },
+                )?;
+                let settings = self
+                    .live
+                    .resolve(&resolved.config.config.capture, &resolved.config.source)?;
+                let prompt = input::read_file_or_stdin(prompt_file, input::BODY_CAP)?;
+                let prompt = String::from_utf8(prompt)
+                    .map_err(|_| Error::data(prompt_file, "the prompt is not UTF-8"))?;
+                let key = ApiKey::from_env(&settings.api_key_env)?;
+                let receipt = live::capture(
+                    &resolved.ledger,
+                    live::Call {
+                        run: &run,
+                        provider: settings.provider,
+                        endpoint: &settings.endpoint,
+                        model: &settings.model,
+                        stream: settings.stream,
+                        key: &key,
+                        max_tokens: settings.max_tokens,
+                        connect_timeout: Duration::from_secs(settings.connect_timeout),
+                        idle_timeout: Duration::from_secs(settings.idle_timeout),
+                        prompt: &prompt,
+                        extract: self.extract,
+                        trace: trace.as_deref(),
+                        captured_at: crate::clock::format_time(crate::clock::now()),
+                    },
+                )?;
+                if !receipt.complete {
+                    retry = Some(self.retry_command(&run, &settings, ledger));
+                }
+                receipt
             }
-            for r in &receipt.reasons {
-                text.push_str(&format!("  - {}: {}\n", inert(&r.code), inert(&r.message)));
-            }
-            for n in &receipt.notes {
-                text.push_str(&format!(
-                    "  note {}: {}\n",
-                    inert(&n.code),
-                    inert(&n.message)
+            _ => {
+                return Err(Error::Internal(
+                    "clap lets exactly one of `--body` and `--prompt-file` through".into(),
                 ));
             }
-            text
-        })?;
+        };
+        output::emit(output, &receipt, || human(&receipt))?;
+        if let Some(command) = retry {
+            // Each line made inert on its own: the command quotes paths,
+            // which may hold anything, but the line break is ours.
+            eprintln!(
+                "note: run `{}` is incomplete and capture does not retry; a second attempt is a new run id:",
+                inert(run.as_str())
+            );
+            eprintln!("  {}", inert(&command));
+        }
         Ok(if receipt.complete {
             ExitCode::Ok
         } else {
             ExitCode::Incomplete
         })
+    }
+
+    /// What to run for a second attempt: capture never retries, and a
+    /// retry is a new run id. Every setting is spelled out, so the
+    /// command does the same call whatever the environment then holds.
+    fn retry_command(&self, run: &RunId, s: &Settings, ledger: Option<&Path>) -> String {
+        let mut args: Vec<String> = vec!["agent-ledger".into(), "capture".into()];
+        let mut flag = |name: &str, value: &str| {
+            args.push(format!("--{name}"));
+            args.push(shell_quote(value));
+        };
+        if let Some(dir) = ledger {
+            flag("ledger", &dir.to_string_lossy());
+        }
+        flag("run", &next_run_id(run));
+        if let Some(p) = &self.prompt_file {
+            flag("prompt-file", &p.to_string_lossy());
+        }
+        flag("provider", s.provider.as_str());
+        flag("endpoint", s.endpoint.as_str());
+        flag("model", &s.model);
+        flag("api-key-env", &s.api_key_env);
+        flag("max-tokens", &s.max_tokens.to_string());
+        flag("connect-timeout", &s.connect_timeout.to_string());
+        flag("idle-timeout", &s.idle_timeout.to_string());
+        if let Some(t) = &self.trace {
+            flag("trace", &t.to_string_lossy());
+        }
+        if let Some(c) = &self.scope.config.config {
+            flag("config", &c.to_string_lossy());
+        }
+        if let Some(r) = &self.scope.repo.repo {
+            flag("repo", &r.to_string_lossy());
+        }
+        args.push(if s.stream { "--stream" } else { "--no-stream" }.into());
+        args.join(" ")
+    }
+}
+
+/// A run id for the next attempt: `ID-retry1`, then `ID-retry2`, ...
+fn next_run_id(run: &RunId) -> String {
+    let id = run.as_str();
+    if let Some((stem, n)) = id.rsplit_once("-retry")
+        && let Ok(n) = n.parse::<u32>()
+    {
+        return format!("{stem}-retry{}", n.saturating_add(1));
+    }
+    let next = format!("{id}-retry1");
+    if RunId::parse(&next).is_ok() {
+        next
+    } else {
+        "NEW-RUN-ID".into()
+    }
+}
+
+/// `value` as one word for a POSIX shell.
+fn shell_quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_./:=@%+,-".contains(&b));
+    if plain {
+        value.to_string()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+/// The receipt in sentences.
+fn human(receipt: &TranscriptReceipt) -> String {
+    let mut text = format!(
+        "{}: run {} ({}, {} bytes, sha256 {})\n",
+        receipt.verdict,
+        inert(&receipt.run_id),
+        inert(&receipt.format),
+        receipt.body.bytes,
+        receipt.body.sha256
+    );
+    if let Some(http) = &receipt.http {
+        let status = http
+            .status
+            .map_or_else(|| "no response".to_string(), |s| format!("HTTP {s}"));
+        text.push_str(&format!(
+            "  {} from {} ({} `{}`, max tokens {})",
+            status,
+            inert(&http.endpoint),
+            inert(&http.provider),
+            inert(&http.model_requested),
+            http.max_tokens
+        ));
+        if let Some(id) = &receipt.request_id {
+            text.push_str(&format!(", request id {}", inert(id)));
+        }
+        if let Some(n) = receipt.declared_bytes {
+            text.push_str(&format!(", declared {n} bytes"));
+        }
+        text.push('\n');
+    }
+    let mut reported = Vec::new();
+    if let Some(m) = &receipt.model {
+        reported.push(format!("model {}", inert(m)));
+    }
+    if let Some(id) = &receipt.completion_id {
+        reported.push(format!("completion {}", inert(id)));
+    }
+    if let Some(u) = &receipt.usage {
+        reported.push(format!(
+            "tokens {} in, {} out, {} total",
+            u.input_tokens, u.output_tokens, u.total_tokens
+        ));
+    }
+    if !reported.is_empty() {
+        text.push_str(&format!("  {}\n", reported.join("; ")));
+    }
+    if let Some(e) = &receipt.envelope {
+        text.push_str(&format!("  envelope: {}\n", inert(e)));
+    }
+    if receipt.strip != 1 {
+        text.push_str(&format!("  strip: -p{}\n", receipt.strip));
+    }
+    for r in &receipt.reasons {
+        text.push_str(&format!("  - {}: {}\n", inert(&r.code), inert(&r.message)));
+    }
+    for n in &receipt.notes {
+        text.push_str(&format!(
+            "  note {}: {}\n",
+            inert(&n.code),
+            inert(&n.message)
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_gets_the_next_run_id() {
+        let id = |s| next_run_id(&RunId::parse(s).unwrap());
+        assert_eq!(id("run-001"), "run-001-retry1");
+        assert_eq!(id("run-001-retry1"), "run-001-retry2");
+        assert_eq!(id("run-retryx"), "run-retryx-retry1");
+        assert_eq!(id(&"a".repeat(128)), "NEW-RUN-ID");
+    }
+
+    #[test]
+    fn shell_quote_leaves_plain_words_alone() {
+        assert_eq!(shell_quote("https://h:1/v1"), "https://h:1/v1");
+        assert_eq!(shell_quote("my prompt.txt"), "'my prompt.txt'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
     }
 }

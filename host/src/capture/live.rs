@@ -1,0 +1,696 @@
+//! Live capture: send a prompt to a model endpoint and capture what comes
+//! back. The response is written to the ledger as it arrives and is then
+//! judged exactly as a body file in the provider's format would be
+//! (`capture::judge`); the receipt adds the HTTP exchange.
+//!
+//! This is the only code in agent-ledger that opens a network connection,
+//! and the only code that holds an API key. The key goes into one request
+//! header and nowhere else: not the stored request, the receipt, an error
+//! or a debug print. There is no retry: a second attempt is a new run id.
+
+use super::{CaptureInput, Exchange, Files, read_stored, record};
+use crate::exit::{Error, Result};
+use crate::input::BODY_CAP;
+use crate::ledger::{Growing, Ledger, RunId, write_new};
+use crate::provider::{self, Provider};
+use crate::record::{HttpExchange, Reason, TranscriptReceipt};
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+/// Reason codes only a live capture finds: they are about the exchange,
+/// not the bytes, so a re-judgement of the stored body keeps them as
+/// recorded (`check_exchange`).
+pub mod code {
+    /// The connection failed, timed out or closed before the whole
+    /// response arrived; the bytes that did arrive are the stored response.
+    pub const TRANSPORT_ERROR: &str = "transport_error";
+    /// The server answered with a status other than 2xx; the message
+    /// carries the error payload's own message when it has one.
+    pub const HTTP_STATUS: &str = "http_status";
+    /// The server sent the API key back (a reflecting proxy, an error that
+    /// quotes it). Every copy is stored masked with `*`, so the stored
+    /// response is not byte for byte what arrived, and the key should be
+    /// rotated.
+    pub const API_KEY_ECHOED: &str = "api_key_echoed";
+
+    /// Every code above, in the order they lead a receipt's reasons.
+    pub const ALL: [&str; 3] = [HTTP_STATUS, TRANSPORT_ERROR, API_KEY_ECHOED];
+}
+
+/// The environment variable `--max-tokens` defaults to.
+pub const TOKEN_BUDGET_ENV: &str = "MODEL_TOKEN_BUDGET";
+pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 10;
+/// Long enough for a model that thinks before its first byte (a response
+/// that is not streamed arrives all at once, at the end).
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
+/// The `anthropic-version` header the Messages API requires.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// An API key read from the environment. Its `Debug` never shows it.
+pub struct ApiKey(String);
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl ApiKey {
+    /// Reads the key from the variable `name`; nothing is sent without one.
+    pub fn from_env(name: &str) -> Result<ApiKey> {
+        let refuse = |why: &str| {
+            Err(Error::Usage(format!(
+                "the API key variable `{name}` {why}; no request was sent (name another variable with `--api-key-env`)"
+            )))
+        };
+        match std::env::var_os(name) {
+            None => refuse("is not set"),
+            Some(v) if v.is_empty() => refuse("is empty"),
+            Some(v) => match v.into_string() {
+                // A header carries visible ASCII only; saying which byte is
+                // wrong would print part of the key.
+                Ok(key) if key.bytes().all(|b| b.is_ascii_graphic()) => Ok(ApiKey(key)),
+                _ => refuse("holds characters an HTTP header cannot carry"),
+            },
+        }
+    }
+}
+
+/// The API base a provider's path is appended to (`https://host/v1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    base: String,
+    /// Plain `http` to this machine: allowed (a local server), and never
+    /// sent through a proxy from the environment.
+    plain_loopback: bool,
+}
+
+impl Endpoint {
+    /// Parses an endpoint. Refused: anything but `https`, or `http` to a
+    /// loopback address (the key would cross the network in clear text);
+    /// credentials, a query or a fragment (the endpoint is recorded, and the
+    /// key comes from the environment only). A refusal never repeats a
+    /// URL that holds credentials.
+    pub fn parse(text: &str) -> std::result::Result<Endpoint, String> {
+        let shown = if text.contains('@') {
+            "the URL (not shown: it holds credentials)".to_string()
+        } else {
+            format!("`{text}`")
+        };
+        if text.contains('#') || text.contains('?') {
+            return Err(format!(
+                "{shown} has a query or fragment; give the API base only (`https://host/v1`)"
+            ));
+        }
+        let uri: ureq::http::Uri = text
+            .parse()
+            .ok()
+            .filter(|_| text.contains("://"))
+            .ok_or_else(|| format!("{shown} is not an absolute URL (`https://host/v1`)"))?;
+        let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+            return Err(format!(
+                "{shown} is not an absolute URL (`https://host/v1`)"
+            ));
+        };
+        if authority.as_str().contains('@') {
+            return Err(format!(
+                "{shown} holds credentials; the key comes from the environment (`--api-key-env`)"
+            ));
+        }
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        match scheme {
+            "https" => {}
+            "http" if loopback => {}
+            "http" => {
+                return Err(format!(
+                    "{shown} is plain http to another machine, which would send the API key in clear text: use https"
+                ));
+            }
+            other => return Err(format!("{shown} has scheme `{other}`: use https")),
+        }
+        Ok(Endpoint {
+            base: format!(
+                "{scheme}://{}{}",
+                authority.as_str(),
+                uri.path().trim_end_matches('/')
+            ),
+            plain_loopback: scheme == "http",
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.base
+    }
+
+    /// The URL a provider's request goes to.
+    fn url(&self, provider: Provider) -> String {
+        let path = match provider {
+            Provider::OpenaiChat => "/chat/completions",
+            Provider::OpenaiResponses => "/responses",
+            Provider::Anthropic => "/messages",
+        };
+        format!("{}{path}", self.base)
+    }
+}
+
+/// One call to a model.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub run: &'a RunId,
+    pub provider: Provider,
+    pub endpoint: &'a Endpoint,
+    pub model: &'a str,
+    pub stream: bool,
+    pub key: &'a ApiKey,
+    /// The output token limit sent with the request.
+    pub max_tokens: u64,
+    /// Limit on resolving the host and opening the connection (TLS
+    /// handshake included).
+    pub connect_timeout: Duration,
+    /// Limit on any one wait for bytes (the response head, each chunk of
+    /// the body) and on any one write of the request.
+    pub idle_timeout: Duration,
+    pub prompt: &'a str,
+    /// The envelope to take the diff out of the answer (`--extract`).
+    pub extract: Option<crate::envelope::Extract>,
+    /// The agent's tool-call trace, stored beside the transcript.
+    pub trace: Option<&'a [u8]>,
+    pub captured_at: String,
+}
+
+/// The request body for `provider`. Chat Completions gets
+/// `max_completion_tokens` (the field OpenAI documents; `max_tokens` is
+/// deprecated there and refused by its reasoning models) and, when
+/// streaming, `stream_options.include_usage` so that the usage arrives.
+pub fn request_body(
+    provider: Provider,
+    model: &str,
+    prompt: &str,
+    max_tokens: u64,
+    stream: bool,
+) -> Vec<u8> {
+    use serde_json::json;
+    let messages = json!([{ "role": "user", "content": prompt }]);
+    let body = match provider {
+        Provider::OpenaiChat => {
+            let mut body = json!({
+                "model": model,
+                "messages": messages,
+                "max_completion_tokens": max_tokens,
+                "stream": stream,
+            });
+            if stream {
+                body["stream_options"] = json!({ "include_usage": true });
+            }
+            body
+        }
+        Provider::OpenaiResponses => json!({
+            "model": model,
+            "input": prompt,
+            "max_output_tokens": max_tokens,
+            "stream": stream,
+        }),
+        Provider::Anthropic => json!({
+            "model": model,
+            "max_tokens": max_tokens,
+            "messages": messages,
+            "stream": stream,
+        }),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&body).expect("a JSON value serialises");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Sends the prompt and captures the response. Before anything is sent
+/// the run's files must all be free and the request is stored
+/// (`ID.request`); the response streams into `ID.response.partial`,
+/// which becomes `ID.response` when the exchange ends, however it ends;
+/// then the patch and, last, the receipt are written. A transport failure
+/// or an error status is a receipt marked incomplete, never an error of
+/// the command; an error here is the ledger's (exit 73 or 74).
+pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
+    let files = Files::new(ledger, call.run);
+    files.check_free()?;
+    let request = request_body(
+        call.provider,
+        call.model,
+        call.prompt,
+        call.max_tokens,
+        call.stream,
+    );
+    write_new(&files.dir.join(&files.request), &request)?;
+    let mut sink = Growing::create(
+        &files.dir.join(&files.partial),
+        &files.dir.join(&files.response),
+    )?;
+    let received = exchange(&call, &request, &mut sink)?;
+    sink.finish()?;
+    let mut reasons = Vec::new();
+    if let Some(status) = received.status.filter(|s| !(200..300).contains(s)) {
+        reasons.push(Reason::new(
+            code::HTTP_STATUS,
+            status_message(status, &received.body),
+        ));
+    }
+    if let Some(message) = received.transport_error {
+        reasons.push(Reason::new(code::TRANSPORT_ERROR, message));
+    }
+    if received.key_echoed > 0 {
+        reasons.push(Reason::new(
+            code::API_KEY_ECHOED,
+            format!(
+                "the server sent the API key back ({} copies); each is stored masked with `*`: rotate the key",
+                received.key_echoed
+            ),
+        ));
+    }
+    let http = HttpExchange {
+        provider: call.provider.as_str().into(),
+        endpoint: call.endpoint.as_str().into(),
+        model_requested: call.model.into(),
+        stream: call.stream,
+        status: received.status,
+        max_tokens: call.max_tokens,
+        request: files.stored(&files.request, &request),
+    };
+    record(
+        &files,
+        CaptureInput {
+            run: call.run,
+            format: call.provider.body_format(call.stream),
+            extract: call.extract,
+            body: &received.body,
+            declared_bytes: received.declared_bytes,
+            request_id: received.request_id,
+            trace: call.trace,
+            captured_at: call.captured_at,
+        },
+        Some(Exchange { http, reasons }),
+    )
+}
+
+/// What came back, as far as it came.
+#[derive(Default)]
+struct Received {
+    status: Option<u16>,
+    request_id: Option<String>,
+    declared_bytes: Option<u64>,
+    body: Vec<u8>,
+    transport_error: Option<String>,
+    /// Copies of the key masked in what the server sent.
+    key_echoed: usize,
+}
+
+/// Masks the key in a body as it grows, holding back the few bytes that
+/// could still begin a copy split across two reads.
+struct Masker<'k> {
+    key: &'k [u8],
+    /// How much of the body has been handed out to be written.
+    flushed: usize,
+    found: usize,
+}
+
+impl<'k> Masker<'k> {
+    fn new(key: &'k [u8]) -> Self {
+        Masker {
+            key,
+            flushed: 0,
+            found: 0,
+        }
+    }
+
+    /// Appends `chunk` to `body`, masks each whole copy of the key that
+    /// could end in it, and returns the bytes that are now final.
+    fn push<'b>(&mut self, body: &'b mut Vec<u8>, chunk: &[u8]) -> &'b [u8] {
+        let hold = self.key.len().saturating_sub(1);
+        let from = body.len().saturating_sub(hold);
+        body.extend_from_slice(chunk);
+        self.found += mask(&mut body[from..], self.key);
+        let end = body.len().saturating_sub(hold).max(self.flushed);
+        let out = &body[self.flushed..end];
+        self.flushed = end;
+        out
+    }
+
+    /// The bytes held back: no copy can begin in them any more.
+    fn finish<'b>(&mut self, body: &'b [u8]) -> &'b [u8] {
+        let out = &body[self.flushed..];
+        self.flushed = body.len();
+        out
+    }
+}
+
+/// Overwrites each copy of `key` in `bytes` with `*`; returns how many.
+fn mask(bytes: &mut [u8], key: &[u8]) -> usize {
+    let mut found = 0;
+    let mut i = 0;
+    while !key.is_empty() && i + key.len() <= bytes.len() {
+        if &bytes[i..i + key.len()] == key {
+            bytes[i..i + key.len()].fill(b'*');
+            found += 1;
+            i += key.len();
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// [`mask`] for text the server chose (a header, an error message).
+fn mask_text(text: String, key: &str, found: &mut usize) -> String {
+    let copies = text.matches(key).count();
+    if copies == 0 {
+        return text;
+    }
+    *found += copies;
+    text.replace(key, &"*".repeat(key.len()))
+}
+
+/// Makes the request and streams the body into `sink` (and memory, for
+/// the judgement). Only a failure to write `sink` is an error.
+fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Received> {
+    let mut config = ureq::Agent::config_builder()
+        // An error status is an answer to record, with its payload.
+        .http_status_as_error(false)
+        // A redirect would carry the key somewhere the operator did not name.
+        .max_redirects(0)
+        .timeout_resolve(Some(call.connect_timeout))
+        .timeout_connect(Some(call.connect_timeout))
+        .timeout_per_read(Some(call.idle_timeout))
+        .timeout_per_write(Some(call.idle_timeout))
+        .user_agent(concat!("agent-ledger/", env!("CARGO_PKG_VERSION")));
+    if call.endpoint.plain_loopback {
+        config = config.proxy(None);
+    }
+    let agent = ureq::Agent::new_with_config(config.build());
+    let mut req = agent
+        .post(call.endpoint.url(call.provider))
+        .header("content-type", "application/json")
+        .header(
+            "accept",
+            if call.stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            },
+        );
+    req = match call.provider {
+        Provider::Anthropic => req
+            .header("x-api-key", call.key.0.as_str())
+            .header("anthropic-version", ANTHROPIC_VERSION),
+        Provider::OpenaiChat | Provider::OpenaiResponses => {
+            req.header("authorization", format!("Bearer {}", call.key.0))
+        }
+    };
+    let mut received = Received::default();
+    let response = match req.send(request) {
+        Ok(r) => r,
+        Err(e) => {
+            let message = format!("no response arrived: {}", describe(&e, call));
+            received.transport_error =
+                Some(mask_text(message, &call.key.0, &mut received.key_echoed));
+            return Ok(received);
+        }
+    };
+    received.status = Some(response.status().as_u16());
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    received.request_id = header("x-request-id")
+        .or_else(|| header("request-id"))
+        .map(|id| mask_text(id, &call.key.0, &mut received.key_echoed));
+    received.declared_bytes = header("content-length").and_then(|v| v.parse().ok());
+    // Unlimited in ureq; the cap is ours, so the bytes past it are counted
+    // as a cut rather than an error of the command.
+    let mut reader = response.into_body().into_reader();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut masker = Masker::new(call.key.0.as_bytes());
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                sink.write(masker.push(&mut received.body, &buf[..n]))?;
+                if received.body.len() as u64 > BODY_CAP {
+                    received.transport_error = Some(format!(
+                        "stopped reading after {} bytes: the response passed the {BODY_CAP}-byte cap",
+                        received.body.len()
+                    ));
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let why = match e.get_ref().and_then(|e| e.downcast_ref::<ureq::Error>()) {
+                    Some(inner) => describe(inner, call),
+                    None => e.to_string(),
+                };
+                received.transport_error = Some(format!(
+                    "the response stopped after {} bytes: {why}",
+                    received.body.len()
+                ));
+                break;
+            }
+        }
+    }
+    sink.write(masker.finish(&received.body))?;
+    received.key_echoed += masker.found;
+    received.transport_error = received
+        .transport_error
+        .map(|m| mask_text(m, &call.key.0, &mut received.key_echoed));
+    Ok(received)
+}
+
+/// A transport failure in words, naming the flag of a timeout.
+fn describe(e: &ureq::Error, call: &Call<'_>) -> String {
+    use ureq::Timeout;
+    match e {
+        ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect) => format!(
+            "could not connect within {} s (`--connect-timeout`)",
+            call.connect_timeout.as_secs()
+        ),
+        ureq::Error::Timeout(Timeout::PerRead | Timeout::PerWrite) => format!(
+            "nothing arrived for {} s (`--idle-timeout`)",
+            call.idle_timeout.as_secs()
+        ),
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "the server closed the connection".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+fn status_message(status: u16, body: &[u8]) -> String {
+    let mut message = format!("the server answered HTTP {status}");
+    if let Some(phrase) = ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        message.push(' ');
+        message.push_str(phrase);
+    }
+    if let Some(payload) = provider::error_message(body) {
+        message.push_str(": ");
+        message.push_str(&payload);
+    }
+    message
+}
+
+/// Checks a receipt's `http` field against its reasons and returns how
+/// many leading reasons are the exchange's own (`code::ALL`), which a
+/// re-judgement of the bytes cannot find.
+/// The stored request must be intact, the format must be the provider's,
+/// and `http_status` must be there exactly when the status is not 2xx.
+pub(super) fn check_exchange(path: &Path, receipt: &TranscriptReceipt) -> Result<usize> {
+    let leading = receipt
+        .reasons
+        .iter()
+        .take_while(|r| code::ALL.contains(&r.code.as_str()))
+        .count();
+    let Some(http) = &receipt.http else {
+        return match receipt.reasons.first() {
+            Some(r) if leading > 0 => Err(Error::data(
+                path,
+                format!(
+                    "reason `{}` belongs to a live capture, but field `http` is absent",
+                    r.code
+                ),
+            )),
+            _ => Ok(0),
+        };
+    };
+    read_stored(path, &http.request)?;
+    let provider =
+        <Provider as clap::ValueEnum>::from_str(&http.provider, false).map_err(|_| {
+            Error::data(
+                path,
+                format!(
+                    "field `http.provider` has unknown value `{}`",
+                    http.provider
+                ),
+            )
+        })?;
+    if provider.body_format(http.stream).as_str() != receipt.format {
+        return Err(Error::data(
+            path,
+            "field `format` is not the format of `http.provider` and `http.stream`",
+        ));
+    }
+    let count = |c: &str| {
+        receipt.reasons[..leading]
+            .iter()
+            .filter(|r| r.code == c)
+            .count()
+    };
+    let failed_status = http.status.is_some_and(|s| !(200..300).contains(&s));
+    let transport = count(code::TRANSPORT_ERROR);
+    if count(code::HTTP_STATUS) != usize::from(failed_status)
+        || transport > 1
+        || count(code::API_KEY_ECHOED) > 1
+        || (http.status.is_none() && transport == 0)
+    {
+        return Err(Error::data(
+            path,
+            "field `http.status` and the reasons `http_status`, `transport_error` and `api_key_echoed` do not agree",
+        ));
+    }
+    Ok(leading)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(text: &str) -> String {
+        Endpoint::parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn an_endpoint_is_an_https_base_or_plain_http_to_this_machine() {
+        let e = Endpoint::parse("https://api.openai.com/v1/").unwrap();
+        assert_eq!(e.as_str(), "https://api.openai.com/v1");
+        assert_eq!(
+            e.url(Provider::OpenaiChat),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            e.url(Provider::OpenaiResponses),
+            "https://api.openai.com/v1/responses"
+        );
+        assert!(!e.plain_loopback);
+        let a = Endpoint::parse("https://api.anthropic.com/v1").unwrap();
+        assert_eq!(
+            a.url(Provider::Anthropic),
+            "https://api.anthropic.com/v1/messages"
+        );
+        for local in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:9/v1",
+        ] {
+            assert!(Endpoint::parse(local).unwrap().plain_loopback, "{local}");
+        }
+    }
+
+    #[test]
+    fn an_endpoint_that_would_leak_the_key_is_refused() {
+        assert!(refused("http://api.example.com/v1").contains("clear text"));
+        assert!(refused("ftp://127.0.0.1/v1").contains("scheme `ftp`"));
+        assert!(refused("https://host/v1?key=abc").contains("query or fragment"));
+        assert!(refused("api.openai.com/v1").contains("not an absolute URL"));
+        let creds = refused("https://user:s3cret@host/v1");
+        assert!(creds.contains("holds credentials"), "{creds}");
+        assert!(!creds.contains("s3cret"), "{creds}");
+        let creds = refused("https://user:s3cret@host/v1?x=1");
+        assert!(!creds.contains("s3cret"), "{creds}");
+    }
+
+    #[test]
+    fn request_bodies_follow_each_api() {
+        let v = |p, stream| -> serde_json::Value {
+            serde_json::from_slice(&request_body(p, "m", "fix it", 512, stream)).unwrap()
+        };
+        assert_eq!(
+            v(Provider::OpenaiChat, true),
+            serde_json::json!({
+                "model": "m",
+                "messages": [{ "role": "user", "content": "fix it" }],
+                "max_completion_tokens": 512,
+                "stream": true,
+                "stream_options": { "include_usage": true },
+            })
+        );
+        assert!(
+            v(Provider::OpenaiChat, false)
+                .get("stream_options")
+                .is_none()
+        );
+        assert_eq!(
+            v(Provider::OpenaiResponses, false),
+            serde_json::json!({
+                "model": "m", "input": "fix it", "max_output_tokens": 512, "stream": false,
+            })
+        );
+        assert_eq!(
+            v(Provider::Anthropic, true),
+            serde_json::json!({
+                "model": "m",
+                "max_tokens": 512,
+                "messages": [{ "role": "user", "content": "fix it" }],
+                "stream": true,
+            })
+        );
+    }
+
+    #[test]
+    fn a_key_split_across_reads_is_masked_before_it_is_written() {
+        let key = b"sk-abc123";
+        let body = b"data: {\"error\":\"bad key sk-abc123, again sk-abc123\"}\n\nsk-abc12";
+        let want = b"data: {\"error\":\"bad key *********, again *********\"}\n\nsk-abc12";
+        for size in 1..=body.len() {
+            let mut masker = Masker::new(key);
+            let mut stored = Vec::new();
+            let mut written = Vec::new();
+            for chunk in body.chunks(size) {
+                written.extend_from_slice(masker.push(&mut stored, chunk));
+                // Nothing handed out to be written is a copy of the key.
+                assert!(!written.windows(key.len()).any(|w| w == key), "{size}");
+            }
+            written.extend_from_slice(masker.finish(&stored));
+            assert_eq!(written, want, "chunks of {size}");
+            assert_eq!(stored, want, "chunks of {size}");
+            assert_eq!(masker.found, 2, "chunks of {size}");
+        }
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let key = ApiKey("sk-live-123".into());
+        assert_eq!(format!("{key:?}"), "ApiKey(<redacted>)");
+    }
+
+    #[test]
+    fn an_error_status_names_the_payload_message() {
+        assert_eq!(
+            status_message(429, br#"{"error":{"message":"Rate limit reached"}}"#),
+            "the server answered HTTP 429 Too Many Requests: Rate limit reached"
+        );
+        assert_eq!(
+            status_message(502, b"<html>bad gateway</html>"),
+            "the server answered HTTP 502 Bad Gateway"
+        );
+    }
+}
