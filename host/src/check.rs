@@ -41,6 +41,16 @@ pub struct Checked {
 
 /// Runs the whole gate for one trial and writes its records.
 pub fn check(spec: &TrialSpec, sandbox: &Lazy) -> Result<Checked> {
+    check_on(spec, sandbox, None)
+}
+
+/// [`check`] on a checkout of the base other trials share (`batch`), or,
+/// with `None`, on one of its own.
+pub fn check_on(
+    spec: &TrialSpec,
+    sandbox: &Lazy,
+    base: Option<&std::sync::Arc<replay::BaseTree>>,
+) -> Result<Checked> {
     let mut records = Records {
         transcript: None,
         lock: None,
@@ -55,13 +65,16 @@ pub fn check(spec: &TrialSpec, sandbox: &Lazy) -> Result<Checked> {
     if let Some(transcript) = chain::read_transcript(&spec.ledger, &spec.run)? {
         if transcript.loaded.record.complete {
             // One checkout of the base serves the lock and the replay.
-            let trees = TrialTrees::new(&spec.repo, &spec.base)?;
+            let trees = match base {
+                Some(b) => TrialTrees::on(b.clone())?,
+                None => TrialTrees::new(&spec.repo, &spec.base)?,
+            };
             let lock = match chain::read_lock(&spec.ledger, &spec.run, &transcript.loaded)? {
                 Some(l) => Some(l),
                 None => match chain::write_lock(
                     &spec.ledger,
                     &spec.run,
-                    &trees.base.tree,
+                    &trees.base().tree,
                     &spec.config.config.fixtures.roots,
                     Some(&spec.base),
                     &transcript.loaded,

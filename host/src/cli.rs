@@ -55,6 +55,10 @@ pub enum Command {
     Keygen(commands::sign::KeygenArgs),
     /// Write one archive of selected runs and the objects they name.
     Pack(commands::pack::PackArgs),
+    /// Many trials from a JSONL manifest, in parallel (exit code = the worst verdict).
+    Batch(commands::batch::BatchArgs),
+    /// Combine the ledgers of partitioned batches (exit 65 on a conflict, nothing written).
+    Merge(commands::merge::MergeArgs),
 }
 
 impl Cli {
@@ -71,7 +75,7 @@ impl Cli {
         // A replay has no route to any endpoint: the process leaves every
         // network before it reads an input (see `netns`).
         let replays = match &self.command {
-            Command::Replay(_) | Command::Check(_) => true,
+            Command::Replay(_) | Command::Check(_) | Command::Batch(_) => true,
             Command::Verify(cmd) => cmd.replay,
             _ => false,
         };
@@ -102,6 +106,11 @@ impl Cli {
                 cmd.execute()
             }
             Command::Pack(cmd) => cmd.execute(ledger),
+            Command::Batch(cmd) => cmd.execute(ledger),
+            Command::Merge(cmd) => {
+                refuse("merge (it names its ledgers with --into and SRC)")?;
+                cmd.execute()
+            }
         }
     }
 }

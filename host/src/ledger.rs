@@ -213,7 +213,11 @@ pub fn store_object(ledger: &Ledger, bytes: &[u8]) -> Result<String> {
             &path,
             "stored object does not hash to its name",
         )),
-        None => write_new(&path, bytes).map(|()| sha),
+        None => match write_new(&path, bytes) {
+            // Another trial of this process stored it first: check it.
+            Err(Error::Exists { .. }) => store_object(ledger, bytes),
+            other => other.map(|()| sha),
+        },
     }
 }
 

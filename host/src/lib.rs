@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md for how data flows through the binary.
 
 pub mod archive;
+pub mod batch;
 pub mod capture;
 pub mod chain;
 pub mod check;
@@ -22,6 +23,7 @@ pub mod input;
 pub mod junit;
 pub mod ledger;
 pub mod lock;
+pub mod merge;
 pub mod netns;
 pub mod output;
 pub mod paths;

@@ -301,7 +301,7 @@ impl TrialArgs {
     }
 }
 
-fn default_cache_dir() -> Option<PathBuf> {
+pub fn default_cache_dir() -> Option<PathBuf> {
     let env = |k| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())

@@ -1,5 +1,6 @@
 //! One integration-test binary; topic modules below.
 
+mod batch;
 mod capture;
 mod classify;
 mod cli;

@@ -1,10 +1,12 @@
 //! One module per subcommand: its clap arguments and its `execute`.
 
+pub mod batch;
 pub mod capture;
 pub mod check;
 pub mod classify;
 pub mod flake;
 pub mod lock;
+pub mod merge;
 pub mod pack;
 pub mod reconcile;
 pub mod replay;

@@ -126,19 +126,51 @@ pub struct Replayed {
     pub used: BTreeMap<String, Vec<u8>>,
 }
 
-/// The trial's temporary directory and the base revision checked out in
-/// it, shared by the lock (taken from the base tree) and the replay. The
-/// directory is removed when this is dropped, also on error.
+/// The base revision checked out once, read-only from then on: the lock
+/// is taken from it and every trial's patched tree is a hard-linked copy
+/// of it, so trials on one base (a `batch`) can share it. Removed when the
+/// last holder drops it.
+pub struct BaseTree {
+    _dir: crate::scratch::ScratchDir,
+    pub checkout: Checkout,
+}
+
+impl BaseTree {
+    pub fn new(repo: &Repo, base: &str) -> Result<std::sync::Arc<BaseTree>> {
+        let dir = tempdir()?;
+        let checkout = repo.checkout(base, &dir.path().join("base"))?;
+        Ok(std::sync::Arc::new(BaseTree {
+            _dir: dir,
+            checkout,
+        }))
+    }
+}
+
+/// One trial's temporary directory (its inputs, patched and self-test
+/// trees) and the base tree it builds on. The directory is removed when
+/// this is dropped, also on error.
 pub struct TrialTrees {
     pub tmp: crate::scratch::ScratchDir,
-    pub base: Checkout,
+    shared: std::sync::Arc<BaseTree>,
 }
 
 impl TrialTrees {
+    /// A trial on a base of its own.
     pub fn new(repo: &Repo, base: &str) -> Result<TrialTrees> {
-        let tmp = tempdir()?;
-        let base = repo.checkout(base, &tmp.path().join("base"))?;
-        Ok(TrialTrees { tmp, base })
+        TrialTrees::on(BaseTree::new(repo, base)?)
+    }
+
+    /// A trial on a base tree other trials may share.
+    pub fn on(shared: std::sync::Arc<BaseTree>) -> Result<TrialTrees> {
+        Ok(TrialTrees {
+            tmp: tempdir()?,
+            shared,
+        })
+    }
+
+    /// The base revision's tree.
+    pub fn base(&self) -> &Checkout {
+        &self.shared.checkout
     }
 }
 
@@ -235,7 +267,7 @@ impl Session<'_, '_> {
     ) -> Result<PropertyRecord> {
         let spec = self.spec;
         let tmp = &trees.tmp;
-        let base_tree = &trees.base;
+        let base_tree = trees.base();
         let inputs = tmp.path().join("inputs");
         std::fs::create_dir_all(&inputs).map_err(|e| Error::write(&inputs, e))?;
         let patch_file = inputs.join("patch.diff");

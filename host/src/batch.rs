@@ -1,0 +1,498 @@
+//! `batch`: many trials from one manifest, as `capture` + `check` would run
+//! them one by one, with the same records, but sharing what can be shared:
+//! one checkout per (repository, base), one engine and one compiled copy of
+//! each plugin per process, trials in parallel.
+//!
+//! The manifest is JSONL, one trial per line (blank lines and lines
+//! starting with `#` are skipped); see [`Line`] for the fields. A bad line
+//! is an error naming its line and does not stop the other trials.
+
+use crate::capture::{CaptureInput, capture};
+use crate::check::{TrialSpec, check_on};
+use crate::envelope::Extract;
+use crate::exit::{Error, ExitCode, Result};
+use crate::ledger::{Ledger, RunId};
+use crate::provider::BodyFormat;
+use crate::record::Verdict;
+use crate::replay::BaseTree;
+use crate::resolve::{ConfigAt, Needs};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The manifest format this build reads (`schema` on a line, optional).
+pub const MANIFEST_SCHEMA: u32 = 1;
+
+/// One trial of a manifest. Paths are relative to the manifest's directory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Line {
+    /// The manifest format; 1 when absent.
+    #[serde(default)]
+    pub schema: Option<u32>,
+    /// The run id.
+    pub run: String,
+    /// The model's response body, a file (as `capture --body`).
+    #[serde(default)]
+    pub body: Option<PathBuf>,
+    /// A prompt for live capture (`capture --prompt-file`): not yet
+    /// supported by `batch`; such a line is refused with its line number.
+    #[serde(default)]
+    pub prompt: Option<PathBuf>,
+    /// The body format (`raw` when absent), as `capture --body-format`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// As `capture --extract`: `patch-tags` or `fence`.
+    #[serde(default)]
+    pub extract: Option<String>,
+    /// The repository.
+    pub repo: PathBuf,
+    /// The base revision.
+    pub base: String,
+    /// A configuration file outside the repository (as `--config`).
+    #[serde(default)]
+    pub config: Option<PathBuf>,
+    /// A JUnit report (as `check --junit`).
+    #[serde(default)]
+    pub junit: Option<PathBuf>,
+    /// The project's test command (as `check --test-cmd`).
+    #[serde(default)]
+    pub test_cmd: Option<String>,
+    /// When the body was captured, RFC 3339 (default: now). Fixing it makes
+    /// a re-run batch write byte-identical records.
+    #[serde(default)]
+    pub captured_at: Option<String>,
+}
+
+/// Which trials of the manifest this process runs (`--partition`), as
+/// cargo-nextest shards: `hash:K/N` by a stable hash of the run id,
+/// `count:K/N` by the trial's position; K counts from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partition {
+    Hash { k: u64, n: u64 },
+    Count { k: u64, n: u64 },
+}
+
+impl std::str::FromStr for Partition {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Partition, String> {
+        let bad = || format!("`{s}` is not `hash:K/N` or `count:K/N` with 1 <= K <= N");
+        let (kind, rest) = s.split_once(':').ok_or_else(bad)?;
+        let (k, n) = rest.split_once('/').ok_or_else(bad)?;
+        let (k, n): (u64, u64) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+        if k == 0 || n == 0 || k > n {
+            return Err(bad());
+        }
+        match kind {
+            "hash" => Ok(Partition::Hash { k, n }),
+            "count" => Ok(Partition::Count { k, n }),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl Partition {
+    /// Whether the trial at `index` (its position among the manifest's
+    /// trials) with run id `run` is in this shard.
+    pub fn selects(self, index: usize, run: &str) -> bool {
+        match self {
+            Partition::Hash { k, n } => {
+                let digest = crate::digest::sha256_hex(run.as_bytes());
+                let h = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
+                h % n == k - 1
+            }
+            Partition::Count { k, n } => index as u64 % n == k - 1,
+        }
+    }
+}
+
+/// How the batch runs.
+pub struct Options {
+    /// The ledger every trial writes to; `None`: each repository's own.
+    pub ledger: Option<PathBuf>,
+    pub partition: Option<Partition>,
+    /// Trials at once.
+    pub jobs: usize,
+    pub cache_dir: Option<PathBuf>,
+    pub allow_unsandboxed: bool,
+    pub test_timeout: std::time::Duration,
+    pub test_output_cap: u64,
+}
+
+/// What became of one trial.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// The manifest line (1-based).
+    pub line: usize,
+    /// The run id, when the line had one.
+    pub run: Option<String>,
+    /// The verdict, when the trial was judged.
+    pub verdict: Option<Verdict>,
+    /// The exit code `check` would have given this trial.
+    pub exit_code: i32,
+    /// Why the line could not be judged.
+    pub error: Option<String>,
+}
+
+/// A manifest line read and checked, with its paths made absolute.
+struct Trial {
+    line: usize,
+    spec: Line,
+}
+
+/// Reads the manifest: every trial line (numbered), or the error of each
+/// bad line.
+pub fn read_manifest(path: &Path) -> Result<Vec<(usize, std::result::Result<Line, String>)>> {
+    let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::data(path, "the manifest is not UTF-8"))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let raw = raw.trim();
+        if raw.is_empty() || raw.starts_with('#') {
+            continue;
+        }
+        let parsed = serde_json::from_str::<Line>(raw)
+            .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+            .and_then(|l| {
+                check_line(l, dir).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+            });
+        lines.push((i + 1, parsed));
+    }
+    Ok(lines)
+}
+
+fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
+    if let Some(s) = l.schema
+        && s != MANIFEST_SCHEMA
+    {
+        return Err(format!(
+            "field `schema` is {s}; this build reads manifest schema {MANIFEST_SCHEMA}"
+        ));
+    }
+    RunId::parse(&l.run).map_err(|e| format!("field `run`: {e}"))?;
+    match (&l.body, &l.prompt) {
+        (Some(_), None) => {}
+        (None, Some(_)) => {
+            return Err(
+                "field `prompt`: live capture from a manifest is not supported yet; capture with `agent-ledger capture --prompt-file` and give the response as `body`".into(),
+            );
+        }
+        _ => return Err("exactly one of the fields `body` and `prompt` is needed".into()),
+    }
+    if let Some(f) = &l.format {
+        <BodyFormat as clap::ValueEnum>::from_str(f, false)
+            .map_err(|_| format!("field `format`: unknown body format `{f}`"))?;
+    }
+    if let Some(e) = &l.extract {
+        Extract::parse(e).ok_or_else(|| {
+            format!("field `extract`: expected `patch-tags` or `fence`, found `{e}`")
+        })?;
+    }
+    if let Some(t) = &l.captured_at {
+        crate::clock::parse_time(t).map_err(|e| format!("field `captured_at`: {e}"))?;
+    }
+    let abs = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            dir.join(p)
+        }
+    };
+    l.body = l.body.as_deref().map(abs);
+    l.repo = abs(&l.repo);
+    l.config = l.config.as_deref().map(abs);
+    l.junit = l.junit.as_deref().map(abs);
+    Ok(l)
+}
+
+/// The order verdicts are ranked in for the batch's exit status: the worst
+/// over the trials wins; a line that could not be judged is worse than any
+/// verdict.
+fn rank(o: &Outcome) -> u8 {
+    match (o.error.is_some(), o.verdict) {
+        (true, _) => 5,
+        (false, Some(Verdict::Reject)) => 4,
+        (false, Some(Verdict::FixtureMismatch)) => 3,
+        (false, Some(Verdict::Incomplete)) => 2,
+        (false, Some(Verdict::Review)) => 0,
+        (false, None) => 5,
+    }
+}
+
+/// The batch's exit status: the worst trial's (`review` < `incomplete` <
+/// `fixture_mismatch` < `reject` < a line that could not be judged, 65).
+pub fn exit_status(outcomes: &[Outcome]) -> ExitCode {
+    match outcomes.iter().map(rank).max().unwrap_or(0) {
+        0 => ExitCode::Ok,
+        2 => ExitCode::Incomplete,
+        3 => ExitCode::FixtureMismatch,
+        4 => ExitCode::Reject,
+        _ => ExitCode::Sysexit(crate::exit::Sysexit::Data),
+    }
+}
+
+/// Runs the manifest's trials (those `options.partition` selects);
+/// `progress` is told of each trial as it ends.
+pub fn run(
+    manifest: &Path,
+    options: &Options,
+    progress: &(dyn Fn(&Outcome, usize) + Sync),
+) -> Result<Vec<Outcome>> {
+    let lines = read_manifest(manifest)?;
+    let mut outcomes = Vec::new();
+    let mut trials = Vec::new();
+    for (index, (line, parsed)) in lines.into_iter().enumerate() {
+        match parsed {
+            Ok(spec) => {
+                if options
+                    .partition
+                    .is_none_or(|p| p.selects(index, &spec.run))
+                {
+                    trials.push(Trial { line, spec });
+                }
+            }
+            Err(e) => {
+                // Every shard reports a bad line, so every shard's job fails.
+                outcomes.push(Outcome {
+                    line,
+                    run: None,
+                    verdict: None,
+                    exit_code: 65,
+                    error: Some(e),
+                });
+            }
+        }
+    }
+    let total = trials.len() + outcomes.len();
+    for o in &outcomes {
+        progress(o, total);
+    }
+    // Each run id once: a second line for a run would race the first.
+    let mut seen = HashMap::new();
+    let mut unique = Vec::new();
+    for t in trials {
+        if let Some(first) = seen.insert(t.spec.run.clone(), t.line) {
+            let o = Outcome {
+                line: t.line,
+                run: Some(t.spec.run.clone()),
+                verdict: None,
+                exit_code: 65,
+                error: Some(format!(
+                    "{}:{}: run id `{}` is also on line {first}",
+                    manifest.display(),
+                    t.line,
+                    t.spec.run
+                )),
+            };
+            progress(&o, total);
+            outcomes.push(o);
+        } else {
+            unique.push(t);
+        }
+    }
+    let sandbox = crate::sandbox::Lazy::new(options.cache_dir.clone());
+    let bases = Bases::default();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()
+        .map_err(|e| {
+            Error::Internal(format!("cannot start {} worker threads: {e}", options.jobs))
+        })?;
+    let done: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
+    pool.scope(|s| {
+        for t in &unique {
+            let (sandbox, bases, done) = (&sandbox, &bases, &done);
+            s.spawn(move |_| {
+                let o = match one(t, options, sandbox, bases) {
+                    Ok((verdict, _)) => Outcome {
+                        line: t.line,
+                        run: Some(t.spec.run.clone()),
+                        verdict: Some(verdict),
+                        exit_code: verdict.exit_code().code(),
+                        error: None,
+                    },
+                    Err(e) => Outcome {
+                        line: t.line,
+                        run: Some(t.spec.run.clone()),
+                        verdict: None,
+                        exit_code: e.exit_code().code(),
+                        error: Some(format!("{}:{}: {e}", manifest.display(), t.line)),
+                    },
+                };
+                progress(&o, total);
+                done.lock().unwrap_or_else(|p| p.into_inner()).push(o);
+            });
+        }
+    });
+    outcomes.extend(done.into_inner().unwrap_or_else(|p| p.into_inner()));
+    outcomes.sort_by_key(|o| o.line);
+    Ok(outcomes)
+}
+
+/// One checkout per (repository, base), made by the first trial that needs
+/// it and shared by the rest.
+#[derive(Default)]
+struct Bases {
+    trees: Mutex<HashMap<(PathBuf, String), Arc<SharedBase>>>,
+}
+
+/// A base tree made once, by whoever asks first.
+type SharedBase = std::sync::OnceLock<Arc<BaseTree>>;
+
+impl Bases {
+    fn get(&self, repo: &crate::git::Repo, base: &str) -> Result<Arc<BaseTree>> {
+        let cell = self
+            .trees
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((repo.root.clone(), base.to_string()))
+            .or_default()
+            .clone();
+        if let Some(tree) = cell.get() {
+            return Ok(tree.clone());
+        }
+        let made = BaseTree::new(repo, base)?;
+        Ok(cell.get_or_init(|| made).clone())
+    }
+}
+
+/// Captures (unless this run's body is already captured) and checks one
+/// trial.
+fn one(
+    t: &Trial,
+    options: &Options,
+    sandbox: &crate::sandbox::Lazy,
+    bases: &Bases,
+) -> Result<(Verdict, Ledger)> {
+    let l = &t.spec;
+    let run = RunId::parse(&l.run)?;
+    let resolved = crate::resolve::resolve(
+        Some(&l.repo),
+        l.config.as_deref(),
+        options.ledger.as_deref(),
+        Needs {
+            repo: true,
+            config_at: ConfigAt::Revision(&l.base),
+        },
+    )?;
+    let (Some(repo), Some(base)) = (resolved.repo, resolved.revision) else {
+        return Err(Error::Internal(
+            "a trial needs a repository and a base".into(),
+        ));
+    };
+    let ledger = resolved.ledger;
+    let body_path = l
+        .body
+        .as_deref()
+        .ok_or_else(|| Error::Internal("no body".into()))?;
+    let body = crate::input::read_file(body_path, crate::input::BODY_CAP)?;
+    let format = match &l.format {
+        Some(f) => <BodyFormat as clap::ValueEnum>::from_str(f, false)
+            .map_err(|_| Error::Usage(format!("unknown body format `{f}`")))?,
+        None => BodyFormat::Raw,
+    };
+    let extract = l.extract.as_deref().and_then(Extract::parse);
+    if !already_captured(&ledger, &run, &body)? {
+        capture(
+            &ledger,
+            CaptureInput {
+                run: &run,
+                format,
+                extract,
+                body: &body,
+                declared_bytes: None,
+                request_id: None,
+                trace: None,
+                captured_at: match &l.captured_at {
+                    Some(t) => crate::clock::format_time(
+                        crate::clock::parse_time(t)
+                            .map_err(|e| Error::Usage(format!("field `captured_at`: {e}")))?,
+                    ),
+                    None => crate::clock::format_time(crate::clock::now()),
+                },
+            },
+        )?;
+    }
+    let junit = match &l.junit {
+        Some(path) => {
+            let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;
+            crate::junit::parse(path, &bytes)?;
+            Some(bytes)
+        }
+        None => None,
+    };
+    let hidden = options.cache_dir.clone().into_iter().collect();
+    let spec = TrialSpec {
+        run,
+        repo,
+        base: base.clone(),
+        config: resolved.config,
+        ledger,
+        junit,
+        test: l
+            .test_cmd
+            .clone()
+            .map(|command| crate::replay::TestCommand {
+                command,
+                allow_unsandboxed: options.allow_unsandboxed,
+                timeout: options.test_timeout,
+                output_cap: options.test_output_cap,
+                hidden,
+            }),
+        now: None,
+    };
+    let tree = bases.get(&spec.repo, &base)?;
+    let checked = check_on(&spec, sandbox, Some(&tree))?;
+    Ok((checked.verdict.verdict, spec.ledger))
+}
+
+/// True when the run's receipt exists and stores this very body (a batch
+/// run again after a stop); a receipt of another body is refused (73).
+fn already_captured(ledger: &Ledger, run: &RunId, body: &[u8]) -> Result<bool> {
+    let Some(t) = crate::chain::read_transcript(ledger, run)? else {
+        return Ok(false);
+    };
+    let sha = crate::digest::sha256_hex(body);
+    let stored = t
+        .loaded
+        .record
+        .response
+        .as_ref()
+        .unwrap_or(&t.loaded.record.body);
+    if stored.sha256 == sha {
+        Ok(true)
+    } else {
+        Err(Error::Exists {
+            path: t.loaded.path.clone(),
+            hint: "the run id was captured with another body; a retry is a new run id".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_cover_every_trial_once() {
+        let runs: Vec<String> = (0..200).map(|i| format!("run-{i:03}")).collect();
+        for kind in ["hash", "count"] {
+            let mut hits = vec![0; runs.len()];
+            for k in 1..=3 {
+                let p: Partition = format!("{kind}:{k}/3").parse().unwrap();
+                for (i, r) in runs.iter().enumerate() {
+                    if p.selects(i, r) {
+                        hits[i] += 1;
+                    }
+                }
+            }
+            assert!(hits.iter().all(|&h| h == 1), "{kind}");
+        }
+        for bad in ["hash:0/3", "hash:4/3", "count:1/0", "mod:1/2", "hash:1"] {
+            assert!(bad.parse::<Partition>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! `agent-ledger batch`: many trials from a JSONL manifest, in parallel,
+//! with the records `capture` + `check` would write for each. Exits with
+//! the worst trial's code, so a CI job fails on any trial not `review`.
+
+use crate::batch::{self, Options, Outcome, Partition};
+use crate::exit::{ExitCode, Result};
+use crate::output::{self, OutputArgs, inert};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct BatchArgs {
+    /// The manifest: one JSON object per line (`run`, `body`, `format`,
+    /// `extract`, `repo`, `base`, `config`, `junit`, `test_cmd`,
+    /// `captured_at`); paths relative to the manifest.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// Trials at once [default: the number of cores].
+    #[arg(short = 'j', long = "jobs", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub jobs: Option<u64>,
+    /// Run one shard: `hash:K/N` (by a stable hash of the run id) or
+    /// `count:K/N` (by position), K from 1, as cargo-nextest does. A CI
+    /// matrix or a Kubernetes Indexed Job runs one shard per machine;
+    /// `agent-ledger merge` combines their ledgers.
+    #[arg(long, value_name = "KIND:K/N")]
+    pub partition: Option<Partition>,
+    /// Where compiled plugins are cached [default: $AGENT_LEDGER_CACHE_DIR,
+    /// else the user's cache directory].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// As `check --allow-unsandboxed`, for every trial's test command.
+    #[arg(long, alias = "allow-network")]
+    pub allow_unsandboxed: bool,
+    /// As `check --test-timeout`.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+    pub test_timeout: u64,
+    /// As `check --test-output-cap`.
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    pub test_output_cap: u64,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl BatchArgs {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
+        let jobs = self.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        );
+        let options = Options {
+            ledger: ledger.map(Path::to_path_buf),
+            partition: self.partition,
+            jobs,
+            cache_dir: self
+                .cache_dir
+                .clone()
+                .or_else(crate::resolve::default_cache_dir),
+            allow_unsandboxed: self.allow_unsandboxed,
+            test_timeout: std::time::Duration::from_secs(self.test_timeout),
+            test_output_cap: self.test_output_cap.saturating_mul(1 << 20),
+        };
+        // A bar on a terminal; otherwise one plain line per trial as it ends.
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} trials {elapsed_precise} {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        let progress = |o: &Outcome, total: usize| match &bar {
+            Some(bar) => {
+                bar.set_length(total as u64);
+                bar.inc(1);
+                if let Some(e) = &o.error {
+                    bar.println(format!("error: {}", inert(e)));
+                }
+            }
+            None => eprintln!("{}", line(o)),
+        };
+        let outcomes = batch::run(&self.manifest, &options, &progress)?;
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        let status = batch::exit_status(&outcomes);
+        let value = serde_json::json!({ "exit_code": status.code(), "trials": outcomes });
+        output::emit(self.output.format, &value, || summary(&outcomes, status))?;
+        Ok(status)
+    }
+}
+
+fn line(o: &Outcome) -> String {
+    let run = o.run.as_deref().map(inert).unwrap_or_else(|| "-".into());
+    match (&o.verdict, &o.error) {
+        (_, Some(e)) => format!(
+            "line {}: {run}: error (exit {}): {}",
+            o.line,
+            o.exit_code,
+            inert(e)
+        ),
+        (Some(v), None) => format!(
+            "line {}: {run}: {} (exit {})",
+            o.line,
+            v.as_str(),
+            o.exit_code
+        ),
+        (None, None) => format!("line {}: {run}: not judged", o.line),
+    }
+}
+
+fn summary(outcomes: &[Outcome], status: ExitCode) -> String {
+    let mut counts = std::collections::BTreeMap::new();
+    for o in outcomes {
+        let key = match (&o.verdict, &o.error) {
+            (_, Some(_)) => "error",
+            (Some(v), None) => v.as_str(),
+            (None, None) => "not judged",
+        };
+        *counts.entry(key).or_insert(0usize) += 1;
+    }
+    let mut text = format!(
+        "batch: {} trial(s), exit {}\n",
+        outcomes.len(),
+        status.code()
+    );
+    for (k, n) in counts {
+        text.push_str(&format!("  {k}: {n}\n"));
+    }
+    for o in outcomes
+        .iter()
+        .filter(|o| o.error.is_some() || o.exit_code != 0)
+    {
+        text.push_str(&format!("  {}\n", line(o)));
+    }
+    text
+}

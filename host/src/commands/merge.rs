@@ -1,0 +1,32 @@
+//! `agent-ledger merge`: combine shard ledgers (see `merge`).
+
+use crate::exit::{ExitCode, Result};
+use crate::output::{self, OutputArgs, inert};
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The ledger to merge into (created when missing).
+    #[arg(long, value_name = "LEDGER")]
+    pub into: PathBuf,
+    /// The ledgers to merge from.
+    #[arg(value_name = "SRC", required = true)]
+    pub sources: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl MergeArgs {
+    pub fn execute(self) -> Result<ExitCode> {
+        let merged = crate::merge::merge(&self.into, &self.sources)?;
+        output::emit(self.output.format, &merged, || {
+            format!(
+                "merged into {}: {} file(s) copied, {} already there\n",
+                inert(&self.into.display().to_string()),
+                merged.copied.len(),
+                merged.identical
+            )
+        })?;
+        Ok(ExitCode::Ok)
+    }
+}

@@ -1,0 +1,314 @@
+//! `batch`, `--partition` and `merge`: the records of a batch are those of
+//! `capture` + `check`; shards merged equal one batch; conflicts write
+//! nothing.
+
+use crate::support::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const AT: &str = "2026-11-30T00:00:00Z";
+
+/// Every file of a ledger, by ledger-relative path.
+fn files(ledger: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for dir in [
+        "transcripts",
+        "fixtures",
+        "properties",
+        "verdicts",
+        "objects",
+    ] {
+        let Ok(entries) = std::fs::read_dir(ledger.join(dir)) else {
+            continue;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            out.insert(
+                format!("{dir}/{}", e.file_name().to_string_lossy()),
+                std::fs::read(e.path()).unwrap(),
+            );
+        }
+    }
+    out
+}
+
+/// A manifest of the demo's patches (`(run, patch fixture)`) on `repo`.
+fn manifest(
+    dir: &Path,
+    repo: &DemoRepo,
+    trials: &[(&str, &str)],
+    extra: &[&str],
+) -> std::path::PathBuf {
+    let mut text = String::new();
+    for (run, body) in trials {
+        let line = serde_json::json!({
+            "run": run,
+            "body": fixture(body),
+            "repo": repo.path(),
+            "base": repo.base,
+            "captured_at": AT,
+        });
+        text.push_str(&format!("{line}\n"));
+    }
+    for line in extra {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let path = dir.join("manifest.jsonl");
+    write(&path, text);
+    path
+}
+
+fn batch(dir: &Path, ledger: &Path, manifest: &Path, extra: &[&str]) -> Output {
+    let cache = cache_dir();
+    let mut args = vec![
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "batch",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    run(dir, &args)
+}
+
+const TRIALS: &[(&str, &str)] = &[
+    ("good", "patches/good.diff"),
+    ("deletes", "patches/deletes-test.diff"),
+    ("fixture", "patches/touches-fixture.diff"),
+    ("cut", "capture/truncated-hunk.diff"),
+    ("weakens", "patches/weakens-assertion.diff"),
+    ("applies-not", "patches/does-not-apply.diff"),
+];
+
+#[test]
+fn a_batch_writes_what_capture_and_check_write() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    // capture + check, one trial at a time, into ledger A.
+    let a = scratch.path().join("a");
+    for (run_id, body) in TRIALS {
+        let body = fixture(body);
+        run(
+            repo.path(),
+            &[
+                "--ledger",
+                a.to_str().unwrap(),
+                "capture",
+                "--run",
+                run_id,
+                "--body",
+                body.to_str().unwrap(),
+            ],
+        );
+    }
+    // Ledger B starts from the same receipts; batch captures nothing again.
+    let b = scratch.path().join("b");
+    copy_dir(&a, &b);
+    for (run_id, _) in TRIALS {
+        let cache = cache_dir();
+        run(
+            repo.path(),
+            &[
+                "--ledger",
+                a.to_str().unwrap(),
+                "check",
+                "--run",
+                run_id,
+                "--base",
+                &repo.base,
+                "--cache-dir",
+                cache.to_str().unwrap(),
+            ],
+        );
+    }
+    let m = manifest(scratch.path(), &repo, TRIALS, &[]);
+    let out = batch(repo.path(), &b, &m, &["-j", "3"]);
+    // The worst verdict: reject.
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    let verdicts: Vec<_> = out.json()["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["run"].as_str().unwrap().to_string(),
+                t["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("good", "review"),
+            ("deletes", "reject"),
+            ("fixture", "fixture_mismatch"),
+            ("cut", "incomplete"),
+            ("weakens", "reject"),
+            ("applies-not", "reject"),
+        ]
+        .map(|(r, v)| (r.to_string(), v.to_string()))
+    );
+    let (fa, fb) = (files(&a), files(&b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (name, bytes) in &fa {
+        assert!(fb[name] == *bytes, "{name} differs between check and batch");
+    }
+}
+
+#[test]
+fn bad_lines_are_named_and_do_not_stop_the_others() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let ledger = scratch.path().join("l");
+    let m = manifest(
+        scratch.path(),
+        &repo,
+        &[
+            ("good", "patches/good.diff"),
+            ("good", "patches/deletes-test.diff"),
+        ],
+        &[
+            r#"{"run": "x", "body": "b.diff", "repo": ".", "base": "HEAD", "colour": "red"}"#,
+            "not json",
+            r#"{"run": "../escape", "body": "b.diff", "repo": ".", "base": "HEAD"}"#,
+        ],
+    );
+    let out = batch(repo.path(), &ledger, &m, &[]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    let trials = out.json()["trials"].as_array().unwrap().clone();
+    assert_eq!(trials[0]["verdict"], "review");
+    let errors: Vec<String> = trials
+        .iter()
+        .filter_map(|t| t["error"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(
+        errors[0].contains("manifest.jsonl:2") && errors[0].contains("also on line 1"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].contains("manifest.jsonl:3") && errors[1].contains("colour"),
+        "{}",
+        errors[1]
+    );
+    assert!(errors[2].contains("manifest.jsonl:4"), "{}", errors[2]);
+    assert!(
+        errors[3].contains("manifest.jsonl:5") && errors[3].contains("run"),
+        "{}",
+        errors[3]
+    );
+    assert!(ledger.join("verdicts/good.json").exists());
+    // Plain lines on a non-terminal, one per trial.
+    assert!(
+        out.stderr.contains("line 1: good: review (exit 0)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn three_partitions_merged_equal_one_batch() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let m = manifest(scratch.path(), &repo, TRIALS, &[]);
+    let whole = scratch.path().join("whole");
+    batch(repo.path(), &whole, &m, &[]).assert_code(4);
+    for kind in ["hash", "count"] {
+        let mut shards = Vec::new();
+        let mut ran = 0;
+        for k in 1..=3 {
+            let shard = scratch.path().join(format!("{kind}{k}"));
+            let out = batch(
+                repo.path(),
+                &shard,
+                &m,
+                &["--partition", &format!("{kind}:{k}/3")],
+            );
+            assert!(matches!(out.code, 0 | 2 | 3 | 4), "{}", out.stderr);
+            ran += out.json()["trials"].as_array().unwrap().len();
+            shards.push(shard);
+        }
+        assert_eq!(
+            ran,
+            TRIALS.len(),
+            "{kind}: every trial in exactly one shard"
+        );
+        let merged = scratch.path().join(format!("{kind}-merged"));
+        let mut args = vec!["merge", "--into", merged.to_str().unwrap()];
+        args.extend(shards.iter().map(|s| s.to_str().unwrap()));
+        run(repo.path(), &args).assert_code(0);
+        assert!(
+            files(&merged) == files(&whole),
+            "{kind}: merged shards differ from one batch"
+        );
+    }
+}
+
+#[test]
+fn a_merge_conflict_writes_nothing() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let (one, two) = (scratch.path().join("one"), scratch.path().join("two"));
+    for (ledger, body) in [
+        (&one, "patches/good.diff"),
+        (&two, "patches/deletes-test.diff"),
+    ] {
+        let m = manifest(scratch.path(), &repo, &[("r", body)], &[]);
+        batch(repo.path(), ledger, &m, &[]);
+    }
+    let into = scratch.path().join("into");
+    let out = run(
+        repo.path(),
+        &[
+            "merge",
+            "--into",
+            into.to_str().unwrap(),
+            one.to_str().unwrap(),
+            two.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains("transcripts/r.json"), "{}", out.stderr);
+    assert!(
+        !into.exists() || files(&into).is_empty(),
+        "a conflicting merge wrote files"
+    );
+}
+
+#[test]
+fn a_hostile_shard_is_refused() {
+    let scratch = tempdir();
+    let shard = scratch.path().join("shard");
+    write(&shard.join("objects/not-its-hash"), "x");
+    let into = scratch.path().join("into");
+    let out = run(
+        scratch.path(),
+        &[
+            "merge",
+            "--into",
+            into.to_str().unwrap(),
+            shard.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    let shard2 = scratch.path().join("shard2");
+    std::fs::create_dir_all(shard2.join("verdicts")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", shard2.join("verdicts/r.json")).unwrap();
+    let out = run(
+        scratch.path(),
+        &[
+            "merge",
+            "--into",
+            into.to_str().unwrap(),
+            shard2.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(!into.join("verdicts/r.json").exists());
+}
