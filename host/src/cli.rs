@@ -57,6 +57,8 @@ pub enum Command {
     Pack(commands::pack::PackArgs),
     /// Many trials from a JSONL manifest, in parallel (exit code = the worst verdict).
     Batch(commands::batch::BatchArgs),
+    /// Write a first agent-ledger.toml for this repository (never over an existing one).
+    Init(commands::init::InitArgs),
     /// Combine the ledgers of partitioned batches (exit 65 on a conflict, nothing written).
     Merge(commands::merge::MergeArgs),
 }
@@ -107,6 +109,7 @@ impl Cli {
             }
             Command::Pack(cmd) => cmd.execute(ledger),
             Command::Batch(cmd) => cmd.execute(ledger),
+            Command::Init(cmd) => cmd.execute(ledger),
             Command::Merge(cmd) => {
                 refuse("merge (it names its ledgers with --into and SRC)")?;
                 cmd.execute()

@@ -19,6 +19,7 @@ pub mod envelope;
 pub mod exit;
 pub mod freeze;
 pub mod git;
+pub mod init;
 pub mod input;
 pub mod junit;
 pub mod ledger;

@@ -8,6 +8,7 @@ mod flake;
 mod hermetic_git;
 mod hostile_tree;
 mod inert_text;
+mod init;
 mod live_capture;
 mod lock;
 mod readme;

@@ -5,6 +5,7 @@ pub mod capture;
 pub mod check;
 pub mod classify;
 pub mod flake;
+pub mod init;
 pub mod lock;
 pub mod merge;
 pub mod pack;

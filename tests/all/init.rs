@@ -1,0 +1,125 @@
+//! `init`: a repository that never used agent-ledger gets a configuration
+//! that makes `check` work, and nothing the user has is overwritten.
+
+use crate::support::*;
+
+fn python_repo() -> tempfile::TempDir {
+    let dir = tempdir();
+    let root = dir.path();
+    write(
+        &root.join("src/calc.py"),
+        "def add(a, b):\n    return a + b\n",
+    );
+    write(
+        &root.join("tests/test_calc.py"),
+        "from src.calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    write(&root.join("tests/fixtures/cases.json"), "[[1, 2, 3]]\n");
+    write(&root.join("web/app.test.ts"), "test('x', () => {});\n");
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    dir
+}
+
+#[test]
+fn init_writes_a_configuration_that_check_accepts() {
+    let repo = python_repo();
+    let root = repo.path();
+    let out = run(root, &["init", "--format", "json"]);
+    out.assert_code(0);
+    let done = out.json();
+    assert_eq!(done["fixture_roots"], serde_json::json!(["tests/fixtures"]));
+    let langs = done["languages"].to_string();
+    assert!(
+        langs.contains("Python") && langs.contains("TypeScript"),
+        "{langs}"
+    );
+    let text = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
+    assert!(
+        text.contains("**/test_*.py") && text.contains("# "),
+        "{text}"
+    );
+    git(root, &["add", "agent-ledger.toml"]);
+    git(root, &["commit", "-q", "-m", "agent-ledger"]);
+    let base = git(root, &["rev-parse", "HEAD"]);
+    // A change to the code: locked fixtures, built-in properties, review.
+    let scratch = tempdir();
+    let body = scratch.path().join("change.diff");
+    write(
+        &body,
+        "diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,3 @@\n def add(a, b):\n+    \"\"\"Adds.\"\"\"\n     return a + b\n",
+    );
+    run(
+        root,
+        &["capture", "--run", "r", "--body", body.to_str().unwrap()],
+    )
+    .assert_code(0);
+    let cache = cache_dir();
+    let out = run(
+        root,
+        &[
+            "check",
+            "--run",
+            "r",
+            "--base",
+            &base,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // Deleting the test is caught by the globs init chose.
+    let del = scratch.path().join("del.diff");
+    write(
+        &del,
+        "diff --git a/tests/test_calc.py b/tests/test_calc.py\ndeleted file mode 100644\n--- a/tests/test_calc.py\n+++ /dev/null\n@@ -1,4 +0,0 @@\n-from src.calc import add\n-\n-def test_add():\n-    assert add(1, 2) == 3\n",
+    );
+    run(
+        root,
+        &["capture", "--run", "d", "--body", del.to_str().unwrap()],
+    )
+    .assert_code(0);
+    let out = run(
+        root,
+        &[
+            "check",
+            "--run",
+            "d",
+            "--base",
+            &base,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn init_never_overwrites() {
+    let repo = python_repo();
+    let root = repo.path();
+    write(&root.join("agent-ledger.toml"), "# mine\n");
+    let out = run(root, &["init"]);
+    assert_eq!(out.code, 73, "{}", out.stderr);
+    assert!(out.stderr.contains("agent-ledger.toml"), "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap(),
+        "# mine\n"
+    );
+
+    // An existing workflow stops it before the configuration is written.
+    std::fs::remove_file(root.join("agent-ledger.toml")).unwrap();
+    write(&root.join(".github/workflows/agent-ledger.yml"), "mine\n");
+    assert_eq!(run(root, &["init", "--ci", "github"]).code, 73);
+    assert!(!root.join("agent-ledger.toml").exists());
+}
+
+#[test]
+fn init_with_ci_writes_the_sharded_workflow() {
+    let repo = python_repo();
+    let root = repo.path();
+    run(root, &["init", "--ci", "gitlab"]).assert_code(0);
+    let ci = std::fs::read_to_string(root.join("ci/agent-ledger.gitlab-ci.yml")).unwrap();
+    assert!(ci.contains("--partition"), "{ci}");
+}
