@@ -36,8 +36,10 @@ pub struct Line {
     /// The model's response body, a file (as `capture --body`).
     #[serde(default)]
     pub body: Option<PathBuf>,
-    /// A prompt for live capture (`capture --prompt-file`): not yet
-    /// supported by `batch`; such a line is refused with its line number.
+    /// A prompt for live capture (`capture --prompt-file`), sent with the
+    /// `[capture]` settings of the repository's working-tree configuration
+    /// (or `config`) and `MODEL_TOKEN_BUDGET`. Live captures all happen
+    /// first; a run already captured is never sent again.
     #[serde(default)]
     pub prompt: Option<PathBuf>,
     /// The body format (`raw` when absent), as `capture --body-format`.
@@ -120,6 +122,128 @@ pub struct Options {
     pub test_output_cap: u64,
 }
 
+/// The trials of the manifest this shard runs, and the lines that could
+/// not be read.
+fn select(manifest: &Path, options: &Options) -> Result<(Vec<Trial>, Vec<Outcome>)> {
+    let mut trials = Vec::new();
+    let mut bad = Vec::new();
+    for (index, (line, parsed)) in read_manifest(manifest)?.into_iter().enumerate() {
+        match parsed {
+            Ok(spec) => {
+                if options
+                    .partition
+                    .is_none_or(|p| p.selects(index, &spec.run))
+                {
+                    trials.push(Trial { line, spec });
+                }
+            }
+            // Every shard reports a bad line, so every shard's job fails.
+            Err(e) => bad.push(Outcome {
+                line,
+                run: None,
+                verdict: None,
+                exit_code: 65,
+                error: Some(e),
+            }),
+        }
+    }
+    Ok((trials, bad))
+}
+
+/// Whether this shard of the manifest has live captures to make (then
+/// they run first, and the replays in a process of their own that has
+/// left the network).
+pub fn has_live_captures(manifest: &Path, options: &Options) -> Result<bool> {
+    let (trials, _) = select(manifest, options)?;
+    Ok(trials.iter().any(|t| t.spec.prompt.is_some()))
+}
+
+/// Makes this shard's live captures, one at a time, skipping runs already
+/// captured. Returns the lines whose capture could not be made (refused
+/// before sending: no budget, no key, a bad `[capture]` table).
+pub fn live_captures(
+    manifest: &Path,
+    options: &Options,
+    progress: &(dyn Fn(&Outcome, usize) + Sync),
+) -> Result<Vec<Outcome>> {
+    let (trials, _) = select(manifest, options)?;
+    let live: Vec<&Trial> = trials.iter().filter(|t| t.spec.prompt.is_some()).collect();
+    let mut failed = Vec::new();
+    for t in &live {
+        let result = live_capture(t, options);
+        let o = Outcome {
+            line: t.line,
+            run: Some(t.spec.run.clone()),
+            verdict: None,
+            exit_code: match &result {
+                Ok(true) => 0,
+                Ok(false) => 2,
+                Err(e) => e.exit_code().code(),
+            },
+            error: result
+                .as_ref()
+                .err()
+                .map(|e| format!("{}:{}: live capture: {e}", manifest.display(), t.line)),
+        };
+        progress(&o, live.len());
+        if o.error.is_some() {
+            failed.push(o);
+        }
+    }
+    Ok(failed)
+}
+
+/// One live capture; true when the answer is complete.
+fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
+    use crate::capture::live;
+    let l = &t.spec;
+    let run = RunId::parse(&l.run)?;
+    let resolved = crate::resolve::resolve(
+        Some(&l.repo),
+        l.config.as_deref(),
+        options.ledger.as_deref(),
+        Needs {
+            repo: false,
+            config_at: ConfigAt::WorkingTree,
+        },
+    )?;
+    if let Some(t) = crate::chain::read_transcript(&resolved.ledger, &run)? {
+        return Ok(t.loaded.record.complete);
+    }
+    let settings = live::settings(
+        &live::Flags::default(),
+        &resolved.config.config.capture,
+        &resolved.config.source,
+    )?;
+    let prompt_path = l
+        .prompt
+        .as_deref()
+        .ok_or_else(|| Error::Internal("no prompt".into()))?;
+    let prompt = crate::input::read_file(prompt_path, crate::input::BODY_CAP)?;
+    let prompt = String::from_utf8(prompt)
+        .map_err(|_| Error::data(prompt_path, "the prompt is not UTF-8"))?;
+    let key = live::ApiKey::from_env(&settings.api_key_env)?;
+    let receipt = live::capture(
+        &resolved.ledger,
+        live::Call {
+            run: &run,
+            provider: settings.provider,
+            endpoint: &settings.endpoint,
+            model: &settings.model,
+            stream: settings.stream,
+            key: &key,
+            max_tokens: settings.max_tokens,
+            connect_timeout: std::time::Duration::from_secs(settings.connect_timeout),
+            idle_timeout: std::time::Duration::from_secs(settings.idle_timeout),
+            prompt: &prompt,
+            extract: l.extract.as_deref().and_then(Extract::parse),
+            trace: None,
+            captured_at: crate::clock::format_time(crate::clock::now()),
+        },
+    )?;
+    Ok(receipt.complete)
+}
+
 /// What became of one trial.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -176,9 +300,9 @@ fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
     match (&l.body, &l.prompt) {
         (Some(_), None) => {}
         (None, Some(_)) => {
-            return Err(
-                "field `prompt`: live capture from a manifest is not supported yet; capture with `agent-ledger capture --prompt-file` and give the response as `body`".into(),
-            );
+            if l.format.is_some() || l.captured_at.is_some() {
+                return Err("fields `format` and `captured_at` are for `body` lines: a live capture's format follows from its provider, and it is captured now".into());
+            }
         }
         _ => return Err("exactly one of the fields `body` and `prompt` is needed".into()),
     }
@@ -202,6 +326,7 @@ fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
         }
     };
     l.body = l.body.as_deref().map(abs);
+    l.prompt = l.prompt.as_deref().map(abs);
     l.repo = abs(&l.repo);
     l.config = l.config.as_deref().map(abs);
     l.junit = l.junit.as_deref().map(abs);
@@ -241,31 +366,7 @@ pub fn run(
     options: &Options,
     progress: &(dyn Fn(&Outcome, usize) + Sync),
 ) -> Result<Vec<Outcome>> {
-    let lines = read_manifest(manifest)?;
-    let mut outcomes = Vec::new();
-    let mut trials = Vec::new();
-    for (index, (line, parsed)) in lines.into_iter().enumerate() {
-        match parsed {
-            Ok(spec) => {
-                if options
-                    .partition
-                    .is_none_or(|p| p.selects(index, &spec.run))
-                {
-                    trials.push(Trial { line, spec });
-                }
-            }
-            Err(e) => {
-                // Every shard reports a bad line, so every shard's job fails.
-                outcomes.push(Outcome {
-                    line,
-                    run: None,
-                    verdict: None,
-                    exit_code: 65,
-                    error: Some(e),
-                });
-            }
-        }
-    }
+    let (trials, mut outcomes) = select(manifest, options)?;
     let total = trials.len() + outcomes.len();
     for o in &outcomes {
         progress(o, total);
@@ -384,6 +485,25 @@ fn one(
         ));
     };
     let ledger = resolved.ledger;
+    if l.prompt.is_some() {
+        // Captured live before the replays began (`live_captures`).
+        if crate::chain::read_transcript(&ledger, &run)?.is_none() {
+            return Err(Error::Missing(format!(
+                "run `{run}` has no receipt: its live capture was refused (see above)"
+            )));
+        }
+        return check_trial(
+            l,
+            run,
+            repo,
+            base,
+            resolved.config,
+            ledger,
+            options,
+            sandbox,
+            bases,
+        );
+    }
     let body_path = l
         .body
         .as_deref()
@@ -416,6 +536,32 @@ fn one(
             },
         )?;
     }
+    check_trial(
+        l,
+        run,
+        repo,
+        base,
+        resolved.config,
+        ledger,
+        options,
+        sandbox,
+        bases,
+    )
+}
+
+/// The `check` half of a trial.
+#[allow(clippy::too_many_arguments)]
+fn check_trial(
+    l: &Line,
+    run: RunId,
+    repo: crate::git::Repo,
+    base: String,
+    config: crate::config::Loaded,
+    ledger: Ledger,
+    options: &Options,
+    sandbox: &crate::sandbox::Lazy,
+    bases: &Bases,
+) -> Result<(Verdict, Ledger)> {
     let junit = match &l.junit {
         Some(path) => {
             let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;
@@ -429,7 +575,7 @@ fn one(
         run,
         repo,
         base: base.clone(),
-        config: resolved.config,
+        config,
         ledger,
         junit,
         test: l

@@ -77,7 +77,7 @@ impl Cli {
         // A replay has no route to any endpoint: the process leaves every
         // network before it reads an input (see `netns`).
         let replays = match &self.command {
-            Command::Replay(_) | Command::Check(_) | Command::Batch(_) => true,
+            Command::Replay(_) | Command::Check(_) => true,
             Command::Verify(cmd) => cmd.replay,
             _ => false,
         };

@@ -312,3 +312,88 @@ fn a_hostile_shard_is_refused() {
     assert_eq!(out.code, 65, "{}", out.stderr);
     assert!(!into.join("verdicts/r.json").exists());
 }
+
+/// Live captures happen first, once: a batch run again sends nothing.
+#[test]
+fn prompt_lines_are_captured_live_first_and_never_twice() {
+    use crate::live_capture::{APIS, KEY, whole_server};
+    let api = &APIS[0];
+    let server = whole_server(api);
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let config = scratch.path().join("c.toml");
+    let mut text = std::fs::read_to_string(repo.path().join("agent-ledger.toml")).unwrap();
+    text = text.replace(
+        "[fixtures]",
+        &format!(
+            "[capture]\nendpoint = \"{}/v1\"\nprovider = \"{}\"\nmodel = \"m\"\nmax_tokens = 100\n\n[fixtures]",
+            server.url, api.provider
+        ),
+    );
+    // The demo's own plugin paths are relative to the repository.
+    text = text.replace(
+        "\"oracles/",
+        &format!("\"{}/oracles/", repo.path().display()),
+    );
+    write(&config, text);
+    write(&scratch.path().join("prompt.txt"), "fix the backoff\n");
+    let line = serde_json::json!({
+        "run": "live", "prompt": "prompt.txt", "repo": repo.path(), "base": repo.base, "config": config,
+    });
+    let no_config = serde_json::json!({
+        "run": "refused", "prompt": "prompt.txt", "repo": repo.path(), "base": repo.base,
+    });
+    let good = serde_json::json!({
+        "run": "good", "body": fixture("patches/good.diff"), "repo": repo.path(), "base": repo.base,
+    });
+    let m = scratch.path().join("m.jsonl");
+    write(&m, format!("{line}\n{no_config}\n{good}\n"));
+    let ledger = scratch.path().join("l");
+    let run_batch = || {
+        let cache = cache_dir();
+        let mut c = command(repo.path());
+        c.args([
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "batch",
+            "--manifest",
+            m.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .env(api.key_env, KEY)
+        .env_remove("MODEL_TOKEN_BUDGET");
+        c.output().unwrap()
+    };
+    let out = run_batch();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The line without a [capture] table could not be sent: the worst.
+    assert_eq!(out.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains("m.jsonl:2"), "{stderr}");
+    assert_eq!(
+        server.seen.lock().unwrap().len(),
+        1,
+        "one request, for `live`"
+    );
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ledger.join("transcripts/live.json")).unwrap())
+            .unwrap();
+    assert_eq!(receipt["http"]["status"], 200, "{receipt:#}");
+    // The replays ran in a process without a network, and judged `live`.
+    let props: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ledger.join("properties/live.json")).unwrap())
+            .unwrap();
+    assert_eq!(props["network"], "isolated");
+    assert!(ledger.join("verdicts/live.json").exists());
+    assert!(ledger.join("verdicts/good.json").exists());
+    // Again: nothing is sent a second time.
+    let again = run_batch();
+    assert_eq!(again.status.code(), Some(65));
+    assert_eq!(
+        server.seen.lock().unwrap().len(),
+        1,
+        "a captured run was sent again"
+    );
+}

@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The API key every test sends; it must appear in no file and no output.
-const KEY: &str = "sk-test-NEVER-STORED-7f3a9c1e";
+pub(crate) const KEY: &str = "sk-test-NEVER-STORED-7f3a9c1e";
 
 /// One provider API in one streaming mode, and what its recorded bodies say.
-struct Api {
-    provider: &'static str,
+pub(crate) struct Api {
+    pub(crate) provider: &'static str,
     stream: bool,
     /// The body format the receipt must name.
     format: &'static str,
@@ -27,7 +27,7 @@ struct Api {
     /// The request path under the endpoint.
     path: &'static str,
     /// The default key variable, and the request-id header the server sends.
-    key_env: &'static str,
+    pub(crate) key_env: &'static str,
     request_id_header: &'static str,
     model: &'static str,
     completion_id: &'static str,
@@ -41,7 +41,7 @@ struct Api {
 
 const OPENAI_ERROR: &str = "the server answered HTTP 429 Too Many Requests: Rate limit reached for gpt-x in organization org-1 on tokens per min";
 
-const APIS: [Api; 6] = [
+pub(crate) const APIS: [Api; 6] = [
     Api {
         provider: "openai-chat",
         stream: false,
@@ -151,7 +151,7 @@ fn patch() -> Vec<u8> {
 
 /// A request as the server saw it.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(crate) struct Seen {
     path: String,
     /// Header names lowercased.
     headers: Vec<(String, String)>,
@@ -191,9 +191,9 @@ enum Reply {
 }
 
 /// A provider server on 127.0.0.1 for one test.
-struct Server {
-    url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
+pub(crate) struct Server {
+    pub(crate) url: String,
+    pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
     tiny: Option<(Arc<tiny_http::Server>, std::thread::JoinHandle<()>)>,
 }
 
@@ -681,7 +681,7 @@ fn a_stream_that_stalls_past_the_idle_timeout_is_cut() {
     });
 }
 
-fn whole_server(api: &Api) -> Server {
+pub(crate) fn whole_server(api: &Api) -> Server {
     Server::start(
         Reply::Whole {
             status: 200,

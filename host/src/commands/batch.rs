@@ -38,6 +38,10 @@ pub struct BatchArgs {
     /// As `check --test-output-cap`.
     #[arg(long, value_name = "MIB", default_value_t = 16)]
     pub test_output_cap: u64,
+    /// Internal: the replay half of a batch with live captures, run by the
+    /// batch itself in a process that leaves the network first.
+    #[arg(long, hide = true)]
+    pub replay_phase: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -81,6 +85,44 @@ impl BatchArgs {
             }
             None => eprintln!("{}", line(o)),
         };
+        if !self.replay_phase && batch::has_live_captures(&self.manifest, &options)? {
+            // Live captures first, from this process, the only one with a
+            // network; then the replays in a fresh process that leaves it
+            // before reading anything (a multithreaded process cannot).
+            let failed = batch::live_captures(&self.manifest, &options, &|o, _| {
+                eprintln!("capture {}", line(o))
+            })?;
+            for o in &failed {
+                eprintln!("error: {}", inert(o.error.as_deref().unwrap_or("")));
+            }
+            let exe = std::env::current_exe().map_err(|e| {
+                crate::exit::Error::Internal(format!(
+                    "cannot find this program to run the replays: {e}"
+                ))
+            })?;
+            let status = std::process::Command::new(exe)
+                .args(std::env::args_os().skip(1))
+                .arg("--replay-phase")
+                .status()
+                .map_err(|e| {
+                    crate::exit::Error::Internal(format!("cannot run the replays: {e}"))
+                })?;
+            return Ok(match status.code() {
+                Some(0) => ExitCode::Ok,
+                Some(2) => ExitCode::Incomplete,
+                Some(3) => ExitCode::FixtureMismatch,
+                Some(4) => ExitCode::Reject,
+                Some(65) => ExitCode::Sysexit(crate::exit::Sysexit::Data),
+                Some(66) => ExitCode::Sysexit(crate::exit::Sysexit::NoInput),
+                Some(73) => ExitCode::Sysexit(crate::exit::Sysexit::CantCreate),
+                Some(74) => ExitCode::Sysexit(crate::exit::Sysexit::Io),
+                Some(64) => ExitCode::Sysexit(crate::exit::Sysexit::Usage),
+                _ => ExitCode::Sysexit(crate::exit::Sysexit::Software),
+            });
+        }
+        // No live capture (or this is the replay half): leave the network
+        // now, while this process has one thread.
+        crate::netns::isolate();
         let outcomes = batch::run(&self.manifest, &options, &progress)?;
         if let Some(bar) = &bar {
             bar.finish_and_clear();

@@ -1,9 +1,8 @@
 //! `agent-ledger capture`: judge and store a model response, read from a
 //! file or received from a model (live capture).
 
-use crate::capture::live::{self, ApiKey, Endpoint};
+use crate::capture::live::{self, ApiKey, Settings};
 use crate::capture::{CaptureInput, capture};
-use crate::config::CaptureConfig;
 use crate::exit::{Error, ExitCode, Result};
 use crate::input;
 use crate::ledger::RunId;
@@ -116,105 +115,25 @@ pub struct LiveArgs {
     pub idle_timeout: Option<u64>,
 }
 
-/// A live capture's settings, resolved from flags, the environment and
-/// the configuration, before anything is sent.
-struct Settings {
-    provider: Provider,
-    endpoint: Endpoint,
-    model: String,
-    stream: bool,
-    api_key_env: String,
-    max_tokens: u64,
-    connect_timeout: u64,
-    idle_timeout: u64,
-}
-
 impl LiveArgs {
-    /// Flags first, then (for the token limit) `MODEL_TOKEN_BUDGET`, then
-    /// `[capture]` from `source`. Whatever is missing or invalid refuses
-    /// the call before it is made.
-    fn resolve(&self, config: &CaptureConfig, source: &str) -> Result<Settings> {
-        let needed = |flag: &str, key: &str| {
-            Error::Usage(format!(
-                "a live capture needs `--{flag}` (or `{key}` in the `[capture]` table of the configuration)"
-            ))
-        };
-        let provider = self
-            .provider
-            .or(config.provider)
-            .ok_or_else(|| needed("provider", "provider"))?;
-        let endpoint = match (&self.endpoint, &config.endpoint) {
-            (Some(flag), _) => {
-                Endpoint::parse(flag).map_err(|why| Error::Usage(format!("`--endpoint`: {why}")))?
-            }
-            (None, Some(configured)) => Endpoint::parse(configured).map_err(|why| {
-                Error::data(Path::new(source), format!("`capture.endpoint`: {why}"))
-            })?,
-            (None, None) => return Err(needed("endpoint", "endpoint")),
-        };
-        let model = self
-            .model
-            .clone()
-            .or_else(|| config.model.clone())
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| needed("model", "model"))?;
-        let stream = if self.stream {
-            true
-        } else if self.no_stream {
-            false
-        } else {
-            config.stream.unwrap_or(false)
-        };
-        let api_key_env = self
-            .api_key_env
-            .clone()
-            .or_else(|| config.api_key_env.clone())
-            .unwrap_or_else(|| provider.default_key_env().to_string());
-        let max_tokens = match self.max_tokens {
-            Some(n) => n,
-            None => match token_budget()? {
-                Some(n) => n,
-                None => config.max_tokens.ok_or_else(|| {
-                    Error::Usage(format!(
-                        "no token budget: give `--max-tokens N`, set `{}`, or set `max_tokens` in `[capture]`; capture never picks a number itself, and no request was sent",
-                        live::TOKEN_BUDGET_ENV
-                    ))
-                })?,
+    /// The flags, for `capture::live::settings`.
+    fn flags(&self) -> live::Flags {
+        live::Flags {
+            provider: self.provider,
+            endpoint: self.endpoint.clone(),
+            model: self.model.clone(),
+            stream: if self.stream {
+                Some(true)
+            } else if self.no_stream {
+                Some(false)
+            } else {
+                None
             },
-        };
-        Ok(Settings {
-            provider,
-            endpoint,
-            model,
-            stream,
-            api_key_env,
-            max_tokens,
-            connect_timeout: self
-                .connect_timeout
-                .or(config.connect_timeout)
-                .unwrap_or(live::DEFAULT_CONNECT_TIMEOUT_SECS),
-            idle_timeout: self
-                .idle_timeout
-                .or(config.idle_timeout)
-                .unwrap_or(live::DEFAULT_IDLE_TIMEOUT_SECS),
-        })
-    }
-}
-
-/// `MODEL_TOKEN_BUDGET`: unset or empty is no budget; anything but a whole
-/// number of 1 or more is refused.
-fn token_budget() -> Result<Option<u64>> {
-    let name = live::TOKEN_BUDGET_ENV;
-    match std::env::var_os(name) {
-        None => Ok(None),
-        Some(v) if v.is_empty() => Ok(None),
-        Some(v) => match v.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {
-            Some(n) if n > 0 => Ok(Some(n)),
-            _ => Err(Error::Usage(format!(
-                "`{name}` is `{}`: expected a whole number of tokens, 1 or more",
-                v.to_string_lossy()
-            ))),
-        },
+            api_key_env: self.api_key_env.clone(),
+            max_tokens: self.max_tokens,
+            connect_timeout: self.connect_timeout,
+            idle_timeout: self.idle_timeout,
+        }
     }
 }
 
@@ -295,9 +214,11 @@ impl CaptureArgs {
                         config_at: ConfigAt::WorkingTree,
                     },
                 )?;
-                let settings = self
-                    .live
-                    .resolve(&resolved.config.config.capture, &resolved.config.source)?;
+                let settings = live::settings(
+                    &self.live.flags(),
+                    &resolved.config.config.capture,
+                    &resolved.config.source,
+                )?;
                 let prompt = input::read_file_or_stdin(prompt_file, input::BODY_CAP)?;
                 let prompt = String::from_utf8(prompt)
                     .map_err(|_| Error::data(prompt_file, "the prompt is not UTF-8"))?;
