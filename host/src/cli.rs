@@ -55,6 +55,9 @@ pub enum Command {
     Keygen(commands::sign::KeygenArgs),
     /// Write one archive of selected runs and the objects they name.
     Pack(commands::pack::PackArgs),
+    /// Try a property plugin with no ledger: run it on one patch, or inspect it.
+    #[command(subcommand)]
+    Plugin(commands::plugin::PluginCommand),
 }
 
 impl Cli {
@@ -73,6 +76,7 @@ impl Cli {
         let replays = match &self.command {
             Command::Replay(_) | Command::Check(_) => true,
             Command::Verify(cmd) => cmd.replay,
+            Command::Plugin(cmd) => cmd.replays(),
             _ => false,
         };
         if replays {
@@ -102,6 +106,10 @@ impl Cli {
                 cmd.execute()
             }
             Command::Pack(cmd) => cmd.execute(ledger),
+            Command::Plugin(cmd) => {
+                refuse("plugin")?;
+                cmd.execute()
+            }
         }
     }
 }
