@@ -290,9 +290,78 @@ impl Lazy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal(pub String);
 
+/// Compiler settings other than the sandbox's own, measured against it by
+/// `benches/plugin_compile.sh`; no command uses any of them.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tuning {
+    /// What every command runs with.
+    #[default]
+    Current,
+    /// One compiler thread.
+    Serial,
+    /// Cranelift without its optimisation passes.
+    OptNone,
+    /// Cranelift's single-pass register allocator (wasmtime does not
+    /// consider it for security advisories).
+    SinglePass,
+    /// Both of the above.
+    OptNoneSinglePass,
+    /// The Winch baseline compiler (the `winch` feature).
+    #[cfg(feature = "winch")]
+    Winch,
+}
+
+impl Tuning {
+    pub fn all() -> Vec<Tuning> {
+        #[allow(unused_mut)]
+        let mut all = vec![
+            Tuning::Current,
+            Tuning::Serial,
+            Tuning::OptNone,
+            Tuning::SinglePass,
+            Tuning::OptNoneSinglePass,
+        ];
+        #[cfg(feature = "winch")]
+        all.push(Tuning::Winch);
+        all
+    }
+
+    fn apply(self, config: &mut wasmtime::Config) {
+        use wasmtime::{OptLevel, RegallocAlgorithm};
+        match self {
+            Tuning::Current => {}
+            Tuning::Serial => {
+                config.parallel_compilation(false);
+            }
+            Tuning::OptNone => {
+                config.cranelift_opt_level(OptLevel::None);
+            }
+            Tuning::SinglePass => {
+                config.cranelift_regalloc_algorithm(RegallocAlgorithm::SinglePass);
+            }
+            Tuning::OptNoneSinglePass => {
+                config.cranelift_opt_level(OptLevel::None);
+                config.cranelift_regalloc_algorithm(RegallocAlgorithm::SinglePass);
+            }
+            #[cfg(feature = "winch")]
+            Tuning::Winch => {
+                config.strategy(wasmtime::Strategy::Winch);
+            }
+        }
+    }
+}
+
 impl Sandbox {
     /// Makes the engine and linker. `cache_dir` holds compiled components.
     pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Sandbox> {
+        Sandbox::tuned(cache_dir, Tuning::Current)
+    }
+
+    /// [`Sandbox::new`] with other compiler settings: for the compile-time
+    /// bench only.
+    #[doc(hidden)]
+    pub fn tuned(cache_dir: Option<PathBuf>, tuning: Tuning) -> wasmtime::Result<Sandbox> {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.consume_fuel(true);
@@ -301,6 +370,7 @@ impl Sandbox {
         config.wasm_backtrace_max_frames(None);
         config.cranelift_nan_canonicalization(true);
         config.parallel_compilation(true);
+        tuning.apply(&mut config);
         let engine = Engine::new(&config)?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
