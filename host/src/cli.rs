@@ -61,6 +61,9 @@ pub enum Command {
     Init(commands::init::InitArgs),
     /// Combine the ledgers of partitioned batches (exit 65 on a conflict, nothing written).
     Merge(commands::merge::MergeArgs),
+    /// Try a property plugin with no ledger: run it on one patch, or inspect it.
+    #[command(subcommand)]
+    Plugin(commands::plugin::PluginCommand),
 }
 
 impl Cli {
@@ -79,6 +82,7 @@ impl Cli {
         let replays = match &self.command {
             Command::Replay(_) | Command::Check(_) => true,
             Command::Verify(cmd) => cmd.replay,
+            Command::Plugin(cmd) => cmd.replays(),
             _ => false,
         };
         if replays {
@@ -112,6 +116,10 @@ impl Cli {
             Command::Init(cmd) => cmd.execute(ledger),
             Command::Merge(cmd) => {
                 refuse("merge (it names its ledgers with --into and SRC)")?;
+                cmd.execute()
+            }
+            Command::Plugin(cmd) => {
+                refuse("plugin")?;
                 cmd.execute()
             }
         }

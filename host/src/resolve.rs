@@ -301,6 +301,8 @@ impl TrialArgs {
     }
 }
 
+/// `$AGENT_LEDGER_CACHE_DIR`, else `$XDG_CACHE_HOME/agent-ledger`, else
+/// `~/.cache/agent-ledger`.
 pub fn default_cache_dir() -> Option<PathBuf> {
     let env = |k| {
         std::env::var_os(k)

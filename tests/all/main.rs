@@ -11,6 +11,7 @@ mod inert_text;
 mod init;
 mod live_capture;
 mod lock;
+mod plugin_host;
 mod readme;
 mod reconcile;
 mod replay;

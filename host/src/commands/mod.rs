@@ -9,6 +9,7 @@ pub mod init;
 pub mod lock;
 pub mod merge;
 pub mod pack;
+pub mod plugin;
 pub mod reconcile;
 pub mod replay;
 pub mod sign;
