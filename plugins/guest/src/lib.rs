@@ -6,6 +6,10 @@ wit_bindgen::generate!({
     world: "plugin",
     path: "../../wit",
     pub_export_macro: true,
+    // The world imports the WASI interfaces the host links (filesystem,
+    // stdio, clocks, random); their bindings are generated here, and only
+    // the ones a property calls end up imported by its component.
+    generate_all,
 });
 
 pub use agent_ledger::property::types::{ChangeKind, ChangedPath, Finding, Info, Outcome, Trial};
