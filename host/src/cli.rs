@@ -55,6 +55,15 @@ pub enum Command {
     Keygen(commands::sign::KeygenArgs),
     /// Write one archive of selected runs and the objects they name.
     Pack(commands::pack::PackArgs),
+    /// Property plugins: start a new one.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Write a standalone property project (Rust, Python or JavaScript) that builds with one command.
+    New(commands::plugin_new::NewArgs),
 }
 
 impl Cli {
@@ -102,6 +111,10 @@ impl Cli {
                 cmd.execute()
             }
             Command::Pack(cmd) => cmd.execute(ledger),
+            Command::Plugin(PluginCommand::New(cmd)) => {
+                refuse("plugin new")?;
+                cmd.execute()
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ mod hostile_tree;
 mod inert_text;
 mod live_capture;
 mod lock;
+mod plugin_examples;
 mod plugin_wit;
 mod readme;
 mod reconcile;

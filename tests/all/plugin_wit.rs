@@ -17,7 +17,9 @@ fn property_wit() -> String {
 /// The `import` lines of the `plugin` world, as (`ns:pkg/iface`, version).
 fn world_imports() -> Vec<(String, String)> {
     let wit = property_wit();
-    let start = wit.find("\nworld plugin {").expect("a `world plugin` block");
+    let start = wit
+        .find("\nworld plugin {")
+        .expect("a `world plugin` block");
     let body = &wit[start..];
     let body = &body[..body.find("\n}").expect("the end of `world plugin`")];
     body.lines()
