@@ -55,15 +55,9 @@ pub enum Command {
     Keygen(commands::sign::KeygenArgs),
     /// Write one archive of selected runs and the objects they name.
     Pack(commands::pack::PackArgs),
-    /// Property plugins: start a new one.
+    /// Try a property plugin with no ledger: run it on one patch, or inspect it.
     #[command(subcommand)]
-    Plugin(PluginCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum PluginCommand {
-    /// Write a standalone property project (Rust, Python or JavaScript) that builds with one command.
-    New(commands::plugin_new::NewArgs),
+    Plugin(commands::plugin::PluginCommand),
 }
 
 impl Cli {
@@ -82,6 +76,7 @@ impl Cli {
         let replays = match &self.command {
             Command::Replay(_) | Command::Check(_) => true,
             Command::Verify(cmd) => cmd.replay,
+            Command::Plugin(cmd) => cmd.replays(),
             _ => false,
         };
         if replays {
@@ -111,8 +106,8 @@ impl Cli {
                 cmd.execute()
             }
             Command::Pack(cmd) => cmd.execute(ledger),
-            Command::Plugin(PluginCommand::New(cmd)) => {
-                refuse("plugin new")?;
+            Command::Plugin(cmd) => {
+                refuse("plugin")?;
                 cmd.execute()
             }
         }

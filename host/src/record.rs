@@ -298,6 +298,14 @@ pub struct PropertyResult {
     /// with `endpoint_coupled`. Empty is omitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completion_ids: Vec<String>,
+    /// The plugin's network imports (`wasi:sockets/*` and `wasi:http/*` at
+    /// a WASI 0.2.x version, e.g. `wasi:sockets/tcp@0.2.9`), sorted: linked
+    /// to functions that trap with "network access is refused
+    /// (INTERFACE#FUNCTION called)", never to the host. Toolchains import
+    /// them whether the property uses them or not (componentize-py,
+    /// StarlingMonkey); one that calls them is `error`. Empty is omitted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stubbed_imports: Vec<String>,
 }
 
 /// `properties/ID.json`: what every property said about the patched tree.

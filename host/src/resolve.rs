@@ -301,7 +301,9 @@ impl TrialArgs {
     }
 }
 
-fn default_cache_dir() -> Option<PathBuf> {
+/// `$AGENT_LEDGER_CACHE_DIR`, else `$XDG_CACHE_HOME/agent-ledger`, else
+/// `~/.cache/agent-ledger`.
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
     let env = |k| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())

@@ -38,6 +38,7 @@ fn property(name: &str, outcome: Outcome) -> PropertyResult {
         stderr: String::new(),
         inputs: Default::default(),
         completion_ids: Vec::new(),
+        stubbed_imports: Vec::new(),
     }
 }
 

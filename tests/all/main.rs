@@ -10,6 +10,7 @@ mod inert_text;
 mod live_capture;
 mod lock;
 mod plugin_examples;
+mod plugin_host;
 mod plugin_wit;
 mod readme;
 mod reconcile;

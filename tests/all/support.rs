@@ -5,6 +5,7 @@ use std::process::{Command, Stdio};
 
 mod components;
 pub use components::component;
+pub mod wasm_names;
 
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")

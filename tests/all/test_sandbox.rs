@@ -415,22 +415,37 @@ fn a_cache_entry_with_a_wrong_key_is_recompiled() {
 }
 
 #[test]
-fn a_socket_importing_component_is_refused_before_it_is_compiled() {
+fn a_component_with_an_unknown_import_is_refused_before_it_is_compiled() {
     let trial = Trial::new();
     let configs = tempdir();
-    let socket = component("hostile_socket");
-    let (code, stderr) = trial.check_with_config("r", &one_property(configs.path(), &socket));
+    // A real component with one import renamed off the allowlist.
+    let renamed = crate::support::wasm_names::rename_imports(
+        &std::fs::read(component("hostile_socket")).unwrap(),
+        |n| {
+            if n.starts_with("wasi:sockets/udp@") {
+                "wasi:unknown/x@0.2.0".into()
+            } else {
+                n.to_string()
+            }
+        },
+    );
+    let path = configs.path().join("unknown.wasm");
+    std::fs::write(&path, &renamed).unwrap();
+    let (code, stderr) = trial.check_with_config("r", &one_property(configs.path(), &path));
     assert_eq!(code, 4, "{stderr}");
     let record = trial.repo.properties("r");
     let p = outcome(&record, "p");
     assert_eq!(p["outcome"], "error");
     assert!(
-        p["error"].as_str().unwrap().contains("wasi:sockets/"),
+        p["error"]
+            .as_str()
+            .unwrap()
+            .contains("`wasi:unknown/x@0.2.0`"),
         "{p:#}"
     );
     // Compiling would have left an entry (every compiled component that is
     // accepted is cached, and nothing else compiles in this trial).
-    let sha = agent_ledger::digest::sha256_hex(&std::fs::read(&socket).unwrap());
+    let sha = agent_ledger::digest::sha256_hex(&renamed);
     assert_eq!(files_in(trial.cache.path()), Vec::<String>::new(), "{sha}");
 }
 

@@ -103,6 +103,7 @@ fn prop(name: &str, outcome: Outcome) -> PropertyResult {
         stderr: String::new(),
         inputs: BTreeMap::new(),
         completion_ids: Vec::new(),
+        stubbed_imports: Vec::new(),
     }
 }
 

@@ -6,6 +6,7 @@ pub mod classify;
 pub mod flake;
 pub mod lock;
 pub mod pack;
+pub mod plugin;
 pub mod plugin_new;
 pub mod reconcile;
 pub mod replay;

@@ -43,7 +43,7 @@ use crate::record::{
     Drift, Finding, FixtureLock, Outcome, PropertyRecord, PropertyResult, SCHEMA, StoredFile,
     TestRun, TranscriptReceipt,
 };
-use crate::sandbox::{Change, ChangeKind, Mounts, Sandbox, TrialInput};
+use crate::sandbox::{Change, ChangeKind, Mounts, RunDetails, Sandbox, TrialInput};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -124,6 +124,9 @@ impl<'a> Replay<'a> {
 pub struct Replayed {
     pub record: PropertyRecord,
     pub used: BTreeMap<String, Vec<u8>>,
+    /// How each property's run on the trial went on this machine (wall
+    /// time, peak memory), by property name: not part of the record.
+    pub runs: BTreeMap<String, RunDetails>,
 }
 
 /// The trial's temporary directory and the base revision checked out in
@@ -203,6 +206,7 @@ pub const TEST_COMMAND: &str = "test_command";
 struct Session<'r, 'a> {
     spec: &'r Replay<'a>,
     used: &'r Mutex<BTreeMap<String, Vec<u8>>>,
+    runs: &'r Mutex<BTreeMap<String, RunDetails>>,
 }
 
 /// Runs the replay on `trees` and returns the property record.
@@ -219,11 +223,17 @@ pub fn run_with_tests(
     tests: Option<&dyn Fn() -> Result<Tested>>,
 ) -> Result<Replayed> {
     let used = Mutex::new(BTreeMap::new());
-    let session = Session { spec, used: &used };
+    let runs = Mutex::new(BTreeMap::new());
+    let session = Session {
+        spec,
+        used: &used,
+        runs: &runs,
+    };
     let record = session.replay(trees, tests)?;
     Ok(Replayed {
         record,
         used: used.into_inner().unwrap_or_else(|p| p.into_inner()),
+        runs: runs.into_inner().unwrap_or_else(|p| p.into_inner()),
     })
 }
 
@@ -361,6 +371,7 @@ impl Session<'_, '_> {
         let first_session = Session {
             spec: &first_spec,
             used: self.used,
+            runs: self.runs,
         };
         let first: Vec<PropertyConfig> = properties(&spec.config.config, present)
             .into_iter()
@@ -397,6 +408,7 @@ impl Session<'_, '_> {
         let second_session = Session {
             spec: &second_spec,
             used: self.used,
+            runs: self.runs,
         };
         let all = properties(&spec.config.config, present);
         let later: Vec<PropertyConfig> = all.iter().filter(|p| needs_report(p)).cloned().collect();

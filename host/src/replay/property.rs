@@ -68,6 +68,7 @@ impl Session<'_, '_> {
             Ok(pl) => pl,
             Err(refusal) => return Ok(errored(result, format!("plugin refused: {}", refusal.0))),
         };
+        result.stubbed_imports = plugin.stubbed.clone();
         let seed = seed(spec.run, &p.name, &trial.patch);
 
         if let Some(kb) = &p.known_bad {
@@ -106,6 +107,10 @@ impl Session<'_, '_> {
             config,
         };
         let run = spec.sandbox.run(&plugin, &trial, mounts, &limits, seed);
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(p.name.clone(), run.details.clone());
         result.outcome = run.outcome;
         result.findings = run.findings;
         result.error = run.error;
@@ -150,6 +155,7 @@ pub(super) fn host_result(name: &str) -> PropertyResult {
         stderr: String::new(),
         inputs: BTreeMap::new(),
         completion_ids: Vec::new(),
+        stubbed_imports: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::fs::DescriptorCapReached;
 use super::limiter::MemoryCapReached;
+use super::linker::NetworkRefused;
 use super::{ChangeKind, Limits, MAX_WASM_STACK, OUTPUT_EXCERPT, TrialInput, wit};
 use crate::record::{Finding, Outcome};
 use std::path::Path;
@@ -39,6 +40,9 @@ pub(super) fn describe_error(e: &wasmtime::Error, limits: &Limits) -> String {
         if let Some(cap) = cause.downcast_ref::<DescriptorCapReached>() {
             return cap.to_string();
         }
+        if let Some(refused) = cause.downcast_ref::<NetworkRefused>() {
+            return refused.to_string();
+        }
     }
     let msg = root_cause(e);
     // wasmtime's own errors are private types: known by their messages.
@@ -72,6 +76,23 @@ pub(super) fn excerpt(bytes: &[u8], cap: usize) -> (String, bool) {
         ));
     }
     (text, full)
+}
+
+/// The last [`OUTPUT_EXCERPT`] bytes of a stream, from a line start when
+/// one is in reach, marked when cut: where a traceback ends up.
+pub(super) fn tail(bytes: &[u8]) -> String {
+    if bytes.len() <= OUTPUT_EXCERPT {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    let mut kept = &bytes[bytes.len() - OUTPUT_EXCERPT..];
+    if let Some(nl) = kept.iter().position(|&b| b == b'\n') {
+        kept = &kept[nl + 1..];
+    }
+    format!(
+        "[... {} earlier bytes]\n{}",
+        bytes.len() - kept.len(),
+        String::from_utf8_lossy(kept)
+    )
 }
 
 pub(super) fn to_wit(t: &TrialInput) -> wit::Trial {

@@ -46,6 +46,12 @@ impl Budget {
         Budget { cap, used: 0 }
     }
 
+    /// Bytes charged so far: memories and tables never shrink, so this is
+    /// the instance's peak.
+    pub(super) fn used(&self) -> usize {
+        self.used
+    }
+
     /// Charges `current -> desired` bytes, or refuses with a trap. A growth
     /// past the object's own declared maximum is an ordinary failed grow
     /// (wasm says `-1`), which is not the budget's business.

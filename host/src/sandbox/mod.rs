@@ -3,8 +3,10 @@
 //! A property is a WASI Preview 2 component. This module compiles it (with an
 //! on-disk cache of compiled code keyed by the component's sha256 and the
 //! engine's compatibility hash, checked before use), refuses it when it imports
-//! anything outside the allowlist (no `wasi:sockets`, no `wasi:http`), and runs
-//! it with:
+//! anything outside the allowlist, links the `wasi:sockets` and `wasi:http`
+//! 0.2.x interfaces it imports to functions that trap ("network access is
+//! refused", see `linker`: nothing networked is ever linked), and runs it
+//! with:
 //!
 //! - read-only preopens of the patched tree, the base tree and the inputs;
 //!   no environment, no arguments, empty stdin;
@@ -30,19 +32,21 @@ mod limiter;
 mod linker;
 
 pub use limiter::TABLE_ELEMENT_BYTES;
-pub use linker::ALLOWED_IMPORTS;
+pub use linker::{
+    ALLOWED_IMPORTS, Disposition, HOST_WASI_VERSION, Import, STUBBED_PREFIXES, classify,
+};
 
 use crate::record::{Finding, Outcome};
-use convert::{describe_error, excerpt, from_wit, root_cause, to_wit};
+use convert::{describe_error, excerpt, from_wit, root_cause, tail, to_wit};
 use fs::FsState;
 use limiter::Budget;
-use linker::{FixedWallClock, audit_import_names, audit_imports, make_linker};
+use linker::{FixedWallClock, audit_import_names, make_linker};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -163,6 +167,21 @@ pub struct RunResult {
     pub stderr: String,
     /// Completion ids in the whole output, findings and error, sorted.
     pub completion_ids: Vec<String>,
+    pub details: RunDetails,
+}
+
+/// What `plugin test` shows of a run beyond the record: wall time differs
+/// between machines and runs, so none of this is recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunDetails {
+    /// Instantiation and the call, measured by the host.
+    pub wall: Duration,
+    /// The instance's peak bytes of linear memory and tables together, as
+    /// the memory budget counted them.
+    pub peak_memory_bytes: u64,
+    /// The end of stderr (the record keeps its head), where a Python
+    /// traceback or a panic message is.
+    pub stderr_tail: String,
 }
 
 /// A loaded, audited, pre-instantiated component that has described itself.
@@ -171,7 +190,39 @@ pub struct Plugin {
     pub name: String,
     pub version: String,
     pub summary: String,
+    /// Every import of the component, in its order, with what the host
+    /// does with it.
+    pub imports: Vec<Import>,
+    /// The network imports linked to traps, sorted.
+    pub stubbed: Vec<String>,
     pre: bindings::PluginPre<Host>,
+}
+
+/// A component audited, compiled and pre-instantiated once, with its
+/// imports.
+#[derive(Clone)]
+struct Prepared {
+    pre: bindings::PluginPre<Host>,
+    imports: Vec<Import>,
+    stubbed: Vec<String>,
+}
+
+/// What [`Sandbox::inspect`] found out about a component without running
+/// `check`.
+pub struct Inspection {
+    pub sha256: String,
+    /// The component's imports, read from its bytes; empty when it is not
+    /// a well-formed component.
+    pub imports: Vec<Import>,
+    pub loaded: Result<Arc<Plugin>, Refusal>,
+    /// The end of what `describe` wrote to stderr (a Python traceback, a
+    /// panic message).
+    pub describe_stderr: String,
+    /// Whether the component was compiled by this call (else it came from
+    /// the compile cache or this process had it already), and how long
+    /// loading it took in all.
+    pub compiled: bool,
+    pub load_wall: Duration,
 }
 
 /// Per-store state.
@@ -199,7 +250,7 @@ pub struct Sandbox {
     cache_dir: Option<PathBuf>,
     engine_hash: String,
     /// Compiled, audited and pre-instantiated components by sha256.
-    compiled: Mutex<HashMap<String, bindings::PluginPre<Host>>>,
+    compiled: Mutex<HashMap<String, Prepared>>,
     ticker_alive: Arc<AtomicBool>,
 }
 
@@ -284,31 +335,75 @@ impl Sandbox {
         self.load_with(bytes, &Limits::default())
     }
 
-    /// Loads a component: compile (or take from the cache), audit imports,
-    /// pre-instantiate (all three once per component bytes), and ask it to
-    /// describe itself under `limits`, the same ones its `check` will run
-    /// under, so a plugin cannot spend in `describe` what `check` may not.
+    /// Loads a component: audit its imports, compile it (or take it from
+    /// the cache), pre-instantiate it (all three once per component bytes),
+    /// and ask it to describe itself under `limits`, the same ones its
+    /// `check` will run under, so a plugin cannot spend in `describe` what
+    /// `check` may not.
     pub fn load_with(&self, bytes: &[u8], limits: &Limits) -> Result<Arc<Plugin>, Refusal> {
+        self.load_inner(bytes, limits, None).map(|(p, _)| p)
+    }
+
+    /// Loads a component as [`Sandbox::load_with`] does, and reports its
+    /// imports (also when it is refused), what `describe` wrote to stderr,
+    /// and what loading cost: for `plugin test` and `plugin inspect`.
+    pub fn inspect(&self, bytes: &[u8], limits: &Limits) -> Inspection {
+        let started = Instant::now();
+        let err = MemoryOutputPipe::new(limits.output_bytes);
+        let imports = audit_import_names(bytes)
+            .map(|a| a.imports)
+            .unwrap_or_default();
+        let loaded = self.load_inner(bytes, limits, Some(&err));
+        let describe_stderr = tail(&err.contents());
+        let (loaded, compiled) = match loaded {
+            Ok((plugin, compiled)) => (Ok(plugin), compiled),
+            Err(refusal) => (Err(refusal), false),
+        };
+        Inspection {
+            sha256: crate::digest::sha256_hex(bytes),
+            imports,
+            loaded,
+            describe_stderr,
+            compiled,
+            load_wall: started.elapsed(),
+        }
+    }
+
+    fn load_inner(
+        &self,
+        bytes: &[u8],
+        limits: &Limits,
+        stderr: Option<&MemoryOutputPipe>,
+    ) -> Result<(Arc<Plugin>, bool), Refusal> {
         let sha256 = crate::digest::sha256_hex(bytes);
-        let (pre, fresh) = self.prepare(bytes, &sha256)?;
+        let (prepared, fresh) = self.prepare(bytes, &sha256)?;
+        let out = MemoryOutputPipe::new(limits.output_bytes);
+        let pipes = stderr.map(|err| (&out, err));
         let mut store = self
-            .store(limits, None, [0; 32], None)
+            .store(limits, None, [0; 32], pipes)
             .map_err(|e| Refusal(format!("cannot set up a store: {}", root_cause(&e))))?;
-        let info = pre
+        let info = prepared
+            .pre
             .instantiate(&mut store)
             .and_then(|p| p.agent_ledger_property_property().call_describe(&mut store))
             .map_err(|e| Refusal(format!("`describe` failed: {}", describe_error(&e, limits))))?;
         // Cached only once accepted: a refused component is never cached.
+        let compiled = fresh.is_some();
         if let Some(component) = fresh {
             self.store_cached(&component, &sha256);
         }
-        Ok(Arc::new(Plugin {
-            sha256,
-            name: info.name,
-            version: info.version,
-            summary: info.summary,
-            pre,
-        }))
+        Ok((
+            Arc::new(Plugin {
+                sha256,
+                name: info.name,
+                version: info.version,
+                summary: info.summary,
+                imports: prepared.imports,
+                stubbed: prepared.stubbed,
+                pre: prepared.pre,
+            }),
+            compiled,
+        ))
     }
 
     /// The audited, pre-instantiated component, and the component itself
@@ -317,19 +412,19 @@ impl Sandbox {
         &self,
         bytes: &[u8],
         sha256: &str,
-    ) -> Result<(bindings::PluginPre<Host>, Option<Component>), Refusal> {
-        if let Some(pre) = self.compiled.lock().expect("plugin map").get(sha256) {
-            return Ok((pre.clone(), None));
+    ) -> Result<(Prepared, Option<Component>), Refusal> {
+        if let Some(prepared) = self.compiled.lock().expect("plugin map").get(sha256) {
+            return Ok((prepared.clone(), None));
         }
         if !is_component(bytes) {
             return Err(Refusal("not a WebAssembly component (a core module or not wasm at all); build it for wasm32-wasip2".into()));
         }
         // Refused before compiling: a refusal costs a parse, not a compile.
-        audit_import_names(bytes)?;
+        let audit = audit_import_names(bytes)?;
+        audit.verdict()?;
         let (component, compiled) = self.compile_cached(bytes, sha256)?;
-        audit_imports(&self.engine, &component)?;
-        let pre = self
-            .linker
+        let linker = linker::link(&self.linker, &self.engine, &component)?;
+        let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| Refusal(format!("cannot link: {}", root_cause(&e))))?;
         let pre = bindings::PluginPre::new(pre).map_err(|e| {
@@ -338,12 +433,17 @@ impl Sandbox {
                 root_cause(&e)
             ))
         })?;
+        let prepared = Prepared {
+            pre,
+            stubbed: audit.stubbed(),
+            imports: audit.imports,
+        };
         self.compiled
             .lock()
             .expect("plugin map")
-            .insert(sha256.to_string(), pre.clone());
+            .insert(sha256.to_string(), prepared.clone());
         let fresh = matches!(compiled, cache::Compiled::Fresh).then_some(component);
-        Ok((pre, fresh))
+        Ok((prepared, fresh))
     }
 
     fn store(
@@ -413,6 +513,7 @@ impl Sandbox {
             stdout: String::new(),
             stderr: String::new(),
             completion_ids: Vec::new(),
+            details: RunDetails::default(),
         };
         let mut store = match self.store(limits, Some(mounts), seed, Some((&out, &err))) {
             Ok(s) => s,
@@ -422,16 +523,23 @@ impl Sandbox {
             }
         };
         let wit_trial = to_wit(trial);
+        let started = Instant::now();
         let called = plugin.pre.instantiate(&mut store).and_then(|p| {
             p.agent_ledger_property_property()
                 .call_check(&mut store, &wit_trial)
         });
+        result.details = RunDetails {
+            wall: started.elapsed(),
+            peak_memory_bytes: store.data().budget.used() as u64,
+            stderr_tail: String::new(),
+        };
         result.fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         drop(store);
         let (stdout, stdout_full) = excerpt(&out.contents(), limits.output_bytes);
         let (stderr, stderr_full) = excerpt(&err.contents(), limits.output_bytes);
         result.stdout = stdout;
         result.stderr = stderr;
+        result.details.stderr_tail = tail(&err.contents());
         match called {
             Err(e) => result.error = Some(describe_error(&e, limits)),
             Ok(Err(msg)) if msg.len() > limits.findings_bytes => {
