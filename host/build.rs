@@ -2,7 +2,9 @@
 //! and generates `plugins.rs` in OUT_DIR: `BUILTINS`, each built-in's name,
 //! component (embedded with `include_bytes!`) and the trial inputs it needs,
 //! in its default order (the pattern of wasmtime's
-//! `crates/test-programs/artifacts/build.rs`).
+//! `crates/test-programs/artifacts/build.rs`); and `templates.rs`, the files
+//! `agent-ledger plugin new` writes (`host/templates/LANG/`, `wit/` and the
+//! guest helpers).
 //!
 //! Each crate says what it is in its own manifest, so the list of built-ins
 //! is written once:
@@ -92,6 +94,85 @@ fn main() {
     generated.push_str("];\n");
     let dest = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("plugins.rs");
     std::fs::write(dest, generated).unwrap();
+
+    templates(root);
+}
+
+/// Generates `templates.rs` in OUT_DIR: `TEMPLATE_FILES`, every file
+/// `agent-ledger plugin new` writes, embedded with `include_bytes!`: each
+/// language's `host/templates/LANG/` (a trailing `.tmpl` is dropped from the
+/// name, so no tool takes a template for a real manifest), the `wit/`
+/// directory for every language, and the guest helpers
+/// (`plugins/guest/src/helpers.rs`) vendored into the Rust template.
+fn templates(root: &Path) {
+    let templates = root.join("host/templates");
+    // (language, path in the project, source, whether placeholders are filled)
+    let mut files: Vec<(String, String, PathBuf, bool)> = Vec::new();
+    let mut langs: Vec<String> = std::fs::read_dir(&templates)
+        .expect("host/templates")
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    langs.sort();
+    for lang in &langs {
+        for (rel, path) in walk_files(&templates.join(lang)) {
+            let rel = rel.strip_suffix(".tmpl").unwrap_or(&rel).to_string();
+            files.push((lang.clone(), rel, path, true));
+        }
+        for (rel, path) in walk_files(&root.join("wit")) {
+            files.push((lang.clone(), format!("wit/{rel}"), path, false));
+        }
+    }
+    files.push((
+        "rust".into(),
+        "src/helpers.rs".into(),
+        root.join("plugins/guest/src/helpers.rs"),
+        false,
+    ));
+    files.sort();
+    let mut generated = String::from(
+        "/// Every file a new plugin project gets: (language, path, bytes,\n\
+         /// executable, whether `{{name}}`-style placeholders are filled).\n\
+         pub const TEMPLATE_FILES: &[(&str, &str, &[u8], bool, bool)] = &[\n",
+    );
+    for (lang, rel, path, render) in &files {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        writeln!(
+            generated,
+            "    ({lang:?}, {rel:?}, include_bytes!({:?}), {}, {render}),",
+            path.display().to_string(),
+            mode & 0o111 != 0
+        )
+        .unwrap();
+    }
+    generated.push_str("];\n");
+    println!("cargo:rerun-if-changed={}", templates.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("plugins/guest/src/helpers.rs").display()
+    );
+    let dest = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("templates.rs");
+    std::fs::write(dest, generated).unwrap();
+}
+
+/// Every file under `dir`, as (`/`-separated relative path, path), sorted.
+fn walk_files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap();
+                let rel: Vec<&str> = rel.iter().map(|c| c.to_str().unwrap()).collect();
+                out.push((rel.join("/"), path));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// `cargo metadata` of the plugins workspace, members only.

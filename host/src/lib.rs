@@ -34,6 +34,7 @@ pub mod record;
 pub mod replay;
 pub mod resolve;
 pub mod sandbox;
+pub mod scaffold;
 pub mod scratch;
 pub mod sign;
 pub mod trace;

@@ -10,6 +10,7 @@ pub mod lock;
 pub mod merge;
 pub mod pack;
 pub mod plugin;
+pub mod plugin_new;
 pub mod reconcile;
 pub mod replay;
 pub mod sign;

@@ -29,6 +29,8 @@ pub enum PluginCommand {
     Test(TestArgs),
     /// Print what a plugin says about itself and what it imports, without running `check`.
     Inspect(InspectArgs),
+    /// Write a standalone property project (Rust, Python or JavaScript) that builds with one command.
+    New(super::plugin_new::NewArgs),
 }
 
 /// The limits a plugin runs under; each defaults to the configuration's
@@ -126,6 +128,7 @@ impl PluginCommand {
         match self {
             PluginCommand::Test(args) => args.execute(),
             PluginCommand::Inspect(args) => args.execute(),
+            PluginCommand::New(args) => args.execute(),
         }
     }
 

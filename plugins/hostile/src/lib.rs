@@ -170,7 +170,9 @@ impl Guest for Hostile {
             // property that called a model would.
             "called-model" => {
                 println!("{}", "x".repeat(8 * 1024));
-                println!("{{\"id\": \"chatcmpl-HostileReplayCall0123456789\", \"object\": \"chat.completion\"}}");
+                println!(
+                    "{{\"id\": \"chatcmpl-HostileReplayCall0123456789\", \"object\": \"chat.completion\"}}"
+                );
                 Ok(Outcome::Holds(Vec::new()))
             }
             // Terminal control in every text a plugin hands back: a host

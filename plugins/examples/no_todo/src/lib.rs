@@ -1,4 +1,4 @@
-wit_bindgen::generate!({ world: "plugin", path: "wit" }); // a copy of agent-ledger's wit/
+wit_bindgen::generate!({ world: "plugin", path: "wit", generate_all }); // a copy of agent-ledger's wit/
 
 use agent_ledger::property::types::{Finding, Info, Outcome, Trial};
 use exports::agent_ledger::property::property::Guest;

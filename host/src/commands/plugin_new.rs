@@ -1,0 +1,58 @@
+//! `agent-ledger plugin new`: a standalone property project in Rust, Python
+//! or JavaScript (`scaffold`), ready to build with one command.
+
+use crate::exit::{ExitCode, Result};
+use crate::output::{self, OutputArgs, OutputFormat, inert};
+use crate::scaffold::{self, Lang};
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct NewArgs {
+    /// The property's name, snake_case (also the crate or package name and
+    /// the component's file name).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The language of the project.
+    #[arg(long, value_enum)]
+    pub lang: Lang,
+    /// Where to write it (must not exist, or be empty) [default: ./NAME].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl NewArgs {
+    pub fn execute(self) -> Result<ExitCode> {
+        let files = scaffold::files(self.lang, &self.name)?;
+        let dir = self.dir.unwrap_or_else(|| PathBuf::from(&self.name));
+        scaffold::write(&dir, &files)?;
+        let build = self.lang.build_command();
+        let component = dir.join(self.lang.component(&self.name));
+        match self.output.format {
+            OutputFormat::Json => output::print_json(&serde_json::json!({
+                "name": self.name,
+                "lang": self.lang.as_str(),
+                "dir": dir,
+                "files": files.iter().map(|f| f.path).collect::<Vec<_>>(),
+                "build": build,
+                "component": component,
+            }))?,
+            OutputFormat::Human => {
+                let dir = dir.display().to_string();
+                let dir = inert(&dir);
+                output::print(&format!(
+                    "wrote a {} property project `{}` in {dir} ({} files)\n  \
+                     build:     cd {dir} && {build}\n  \
+                     component: {}\n  \
+                     then:      {dir}/README.md says how to configure, test and commit it\n",
+                    self.lang.as_str(),
+                    self.name,
+                    files.len(),
+                    inert(&component.display().to_string()),
+                ))?
+            }
+        }
+        Ok(ExitCode::Ok)
+    }
+}
