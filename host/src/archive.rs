@@ -123,8 +123,11 @@ pub fn unpack(archive: &Path, dir: &Path) -> Result<(Manifest, Vec<String>)> {
                 format!("entry `{shown}` is not a plain file"),
             ));
         }
-        // A trailing `/` names a directory, whatever the entry type says.
-        if entry.path_bytes().ends_with(b"/")
+        // A trailing `/` names a directory, whatever the entry type says; a
+        // NUL (possible in a GNU long name) names no file at all.
+        let raw = entry.path_bytes();
+        if raw.ends_with(b"/")
+            || raw.contains(&0)
             || name
                 .components()
                 .any(|c| !matches!(c, Component::Normal(_)))

@@ -24,6 +24,8 @@ fn an_archive_entry_that_cannot_be_unpacked_is_bad_data() {
             "file-named-like-a-directory.tar",
             "is not a plain relative path",
         ),
+        // fuzz target `archive`: a GNU long name with NUL bytes inside.
+        ("nul-in-a-long-name.tar", "is not a plain relative path"),
         // The same family, made by hand: `a` then `a/b`, `a/b` then `a`,
         // and a 300-byte name.
         (
