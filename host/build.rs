@@ -305,8 +305,22 @@ fn watch(root: &Path, packages: &[Value], builtins: &[Builtin]) {
 
 /// A cargo for the guest workspace: flags and wrappers meant for the host
 /// build (clippy's driver, coverage or sanitizer flags) must not leak in.
+///
+/// `AGENT_LEDGER_GUEST_TOOLCHAIN` (a rustup toolchain name) builds the guests
+/// with that toolchain instead of the host's: the fuzz build (`.ci/fuzz`)
+/// runs on nightly, which has no `wasm32-wasip2` standard library here, so it
+/// builds the guests with the pinned toolchain (and reuses their build).
 fn guest_cargo(cargo: &std::ffi::OsStr) -> Command {
-    let mut cmd = Command::new(cargo);
+    let mut cmd = match guest_toolchain() {
+        Some(toolchain) => {
+            let mut cmd = Command::new("rustup");
+            cmd.arg("run").arg(toolchain).arg("cargo");
+            // The host's compiler, which cargo hands its build scripts.
+            cmd.env_remove("RUSTC").env_remove("RUSTDOC");
+            cmd
+        }
+        None => Command::new(cargo),
+    };
     cmd.env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
@@ -318,8 +332,15 @@ fn guest_cargo(cargo: &std::ffi::OsStr) -> Command {
 /// The guest target must be installed; rustup does not fetch it on demand
 /// here, so say exactly what to run.
 fn check_target_installed() {
-    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = Command::new(rustc)
+    let mut cmd = match guest_toolchain() {
+        Some(toolchain) => {
+            let mut cmd = Command::new("rustup");
+            cmd.arg("run").arg(toolchain).arg("rustc");
+            cmd
+        }
+        None => Command::new(env::var_os("RUSTC").unwrap_or_else(|| "rustc".into())),
+    };
+    let out = cmd
         .args(["--print", "target-libdir", "--target", "wasm32-wasip2"])
         .output()
         .expect("failed to run rustc");
@@ -329,4 +350,11 @@ fn check_target_installed() {
             "the wasm32-wasip2 target is not installed for this toolchain; run `rustup target add wasm32-wasip2` (the README's commands and .ci/run do this)"
         );
     }
+}
+
+/// The rustup toolchain the guests are built with, when it is not the host's
+/// (see `guest_cargo`).
+fn guest_toolchain() -> Option<std::ffi::OsString> {
+    println!("cargo:rerun-if-env-changed=AGENT_LEDGER_GUEST_TOOLCHAIN");
+    env::var_os("AGENT_LEDGER_GUEST_TOOLCHAIN").filter(|t| !t.is_empty())
 }

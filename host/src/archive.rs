@@ -124,9 +124,14 @@ pub fn unpack(archive: &Path, dir: &Path) -> Result<(Manifest, Vec<String>)> {
                 format!("entry `{shown}` is not a plain file"),
             ));
         }
-        if name
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_)))
+        // A trailing `/` names a directory, whatever the entry type says; a
+        // NUL (possible in a GNU long name) names no file at all.
+        let raw = entry.path_bytes();
+        if raw.ends_with(b"/")
+            || raw.contains(&0)
+            || name
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
         {
             return Err(Error::data(
                 archive,
@@ -156,10 +161,27 @@ pub fn unpack(archive: &Path, dir: &Path) -> Result<(Manifest, Vec<String>)> {
                 format!("entry `{shown}` appears twice"),
             ));
         }
+        // `dir` starts empty, so a name that cannot be created there (a
+        // file where another entry needs a directory, or the reverse; a
+        // name too long) is the archive's fault: bad data, not a write error.
+        let unpackable = |at: &Path, e: std::io::Error| {
+            use std::io::ErrorKind::{AlreadyExists, InvalidFilename, IsADirectory, NotADirectory};
+            if matches!(
+                e.kind(),
+                AlreadyExists | NotADirectory | IsADirectory | InvalidFilename
+            ) {
+                Error::data(
+                    archive,
+                    format!("entry `{shown}` cannot be unpacked under its name: {e}"),
+                )
+            } else {
+                Error::write(at, e)
+            }
+        };
         if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
+            std::fs::create_dir_all(parent).map_err(|e| unpackable(parent, e))?;
         }
-        std::fs::write(&dest, &bytes).map_err(|e| Error::write(&dest, e))?;
+        std::fs::write(&dest, &bytes).map_err(|e| unpackable(&dest, e))?;
     }
     let text = std::fs::read(dir.join(MANIFEST))
         .map_err(|_| Error::data(archive, format!("no `{MANIFEST}` in the archive")))?;

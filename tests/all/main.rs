@@ -5,6 +5,7 @@ mod capture;
 mod classify;
 mod cli;
 mod flake;
+mod fuzz_regressions;
 mod hermetic_git;
 mod hostile_tree;
 mod inert_text;
