@@ -83,6 +83,9 @@ fuzz_target!(|data: &[u8]| {
             "a complete extraction is not complete as raw: {:?}",
             raw.reasons
         );
-        assert_eq!(raw.strip, first.strip, "the strip level depends on the wrapping");
+        assert_eq!(
+            raw.strip, first.strip,
+            "the strip level depends on the wrapping"
+        );
     }
 });
