@@ -49,7 +49,14 @@ pub struct Fixtures {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tests {
+    /// Globs of test files; a `[tests]` table without `globs` keeps the
+    /// built-in defaults (what `init` writes when it recognises no test).
+    #[serde(default = "default_test_globs")]
     pub globs: Vec<String>,
+}
+
+fn default_test_globs() -> Vec<String> {
+    Tests::default().globs
 }
 
 impl Default for Tests {

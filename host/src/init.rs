@@ -273,6 +273,8 @@ mod tests {
         let c = crate::config::Config::parse(text.as_bytes(), Path::new("x.toml")).unwrap();
         assert_eq!(c.fixtures.roots, ["tests/fixtures", "dir \"quoted\""]);
         let empty = render(&[], &[], &[]);
-        crate::config::Config::parse(empty.as_bytes(), Path::new("x.toml")).unwrap();
+        let c = crate::config::Config::parse(empty.as_bytes(), Path::new("x.toml")).unwrap();
+        // No test recognised: the comment promises the built-in defaults.
+        assert_eq!(c.tests.globs, crate::config::Tests::default().globs);
     }
 }
