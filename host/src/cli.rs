@@ -55,6 +55,8 @@ pub enum Command {
     Keygen(commands::sign::KeygenArgs),
     /// Write one archive of selected runs and the objects they name.
     Pack(commands::pack::PackArgs),
+    /// Write CI reports of the runs in a ledger: JUnit, SARIF, Markdown, HTML, GitHub annotations (exit 0 written, 65 a broken chain).
+    Report(commands::report::ReportArgs),
 }
 
 impl Cli {
@@ -102,6 +104,7 @@ impl Cli {
                 cmd.execute()
             }
             Command::Pack(cmd) => cmd.execute(ledger),
+            Command::Report(cmd) => cmd.execute(ledger),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod lock;
 pub mod pack;
 pub mod reconcile;
 pub mod replay;
+pub mod report;
 pub mod sign;
 pub mod trace;
 pub mod verify;
