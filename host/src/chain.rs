@@ -202,7 +202,9 @@ pub fn read_run(ledger: &Ledger, run: &RunId) -> Result<RunRecords> {
             (
                 "transcript_sha256",
                 &v.record.transcript_sha256,
-                transcript.as_ref().map(|t| (&t.loaded.sha256, &t.loaded.path)),
+                transcript
+                    .as_ref()
+                    .map(|t| (&t.loaded.sha256, &t.loaded.path)),
                 ledger.transcript(run),
             ),
             (
@@ -277,7 +279,13 @@ fn read_properties(
     let Some(l) = lock else {
         return Err(orphan(&p.path, &ledger.lock(run)));
     };
-    ledger::check_link(&p.path, "lock_sha256", &p.record.lock_sha256, &l.sha256, &l.path)?;
+    ledger::check_link(
+        &p.path,
+        "lock_sha256",
+        &p.record.lock_sha256,
+        &l.sha256,
+        &l.path,
+    )?;
     Ok(Some(p))
 }
 

@@ -119,7 +119,11 @@ fn assert_valid_sarif(text: &str) -> serde_json::Value {
         .iter_errors(&log)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
-    assert!(errors.is_empty(), "SARIF is not valid:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "SARIF is not valid:\n{}",
+        errors.join("\n")
+    );
     log
 }
 
@@ -127,11 +131,7 @@ fn suites(doc: &roxmltree::Document<'_>) -> Vec<(String, usize, usize, usize)> {
     doc.descendants()
         .filter(|n| n.has_tag_name("testsuite"))
         .map(|s| {
-            let count = |tag: &str| {
-                s.descendants()
-                    .filter(|n| n.has_tag_name(tag))
-                    .count()
-            };
+            let count = |tag: &str| s.descendants().filter(|n| n.has_tag_name(tag)).count();
             (
                 s.attribute("name").unwrap().to_string(),
                 count("testcase"),
@@ -277,7 +277,9 @@ fn every_format_from_one_ledger() {
         "{}",
         res.stdout
     );
-    assert!(commands.contains(&"::warning title=agent-ledger pending::no verdict on file: the run was not classified"));
+    assert!(commands.contains(
+        &"::warning title=agent-ledger pending::no verdict on file: the run was not classified"
+    ));
     assert!(
         commands
             .iter()
@@ -349,10 +351,16 @@ fn a_hostile_finding_cannot_escape_any_report() {
     let record = repo.properties("evil");
     let finding = &outcome(&record, "tests_pass")["findings"][0];
     assert!(
-        finding["message"].as_str().unwrap().contains("\n::error::forged"),
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("\n::error::forged"),
         "{finding}"
     );
-    assert!(finding["path"].as_str().unwrap().contains("<script>"), "{finding}");
+    assert!(
+        finding["path"].as_str().unwrap().contains("<script>"),
+        "{finding}"
+    );
 
     let out = Out::new();
     let res = out.report(repo.path(), &[]);
@@ -397,7 +405,11 @@ fn a_hostile_finding_cannot_escape_any_report() {
         .lines()
         .find(|l| l.starts_with("| evil |") && l.contains("forged"))
         .unwrap();
-    assert_eq!(row.matches('|').count() - row.matches("\\|").count(), 4, "{row}");
+    assert_eq!(
+        row.matches('|').count() - row.matches("\\|").count(),
+        4,
+        "{row}"
+    );
     // Every `<` is escaped text, but the cell's own line breaks.
     for (i, _) in md.match_indices('<') {
         assert!(
@@ -414,7 +426,10 @@ fn a_hostile_finding_cannot_escape_any_report() {
         .find(|n| n.has_tag_name("failure") && n.attribute("type") == Some("miss"))
         .unwrap();
     assert!(
-        failure.attribute("message").unwrap().contains("\\n::error::forged"),
+        failure
+            .attribute("message")
+            .unwrap()
+            .contains("\\n::error::forged"),
         "{xml}"
     );
     let log = assert_valid_sarif(&out.read("report.sarif"));
@@ -473,10 +488,7 @@ fn reports_replace_their_files_and_never_land_in_the_ledger() {
         ledger.join("report.html"),
         ledger.join("verdicts/summary.md"),
     ] {
-        let res = run(
-            repo.path(),
-            &["report", "--html", inside.to_str().unwrap()],
-        );
+        let res = run(repo.path(), &["report", "--html", inside.to_str().unwrap()]);
         res.assert_code(64);
         assert!(res.stderr.contains("inside the ledger"), "{}", res.stderr);
         assert!(!inside.exists());
@@ -511,21 +523,34 @@ fn usage_errors_and_missing_runs() {
         &["report", "--run", "nope", "--markdown", &out.arg("s.md")],
     );
     res.assert_code(66);
-    assert!(res.stderr.contains("no record of run `nope`"), "{}", res.stderr);
+    assert!(
+        res.stderr.contains("no record of run `nope`"),
+        "{}",
+        res.stderr
+    );
     // A named run only.
     let res = run(
         repo.path(),
         &["report", "--run", "good", "--github-annotations"],
     );
     res.assert_code(0);
-    assert!(res.stdout.contains("::warning title=agent-ledger good::"), "{}", res.stdout);
+    assert!(
+        res.stdout.contains("::warning title=agent-ledger good::"),
+        "{}",
+        res.stdout
+    );
     // An empty ledger.
     let empty = tempdir();
     std::fs::create_dir(empty.path().join("l")).unwrap();
     let l = empty.path().join("l");
     run(
         empty.path(),
-        &["--ledger", l.to_str().unwrap(), "report", "--github-annotations"],
+        &[
+            "--ledger",
+            l.to_str().unwrap(),
+            "report",
+            "--github-annotations",
+        ],
     )
     .assert_code(66);
 }

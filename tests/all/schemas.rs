@@ -11,8 +11,7 @@ fn dir() -> PathBuf {
 #[track_caller]
 pub fn assert_matches(stem: &str, value: &serde_json::Value) {
     let path = dir().join(agent_ledger::schema::file_name(stem));
-    let schema: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(value)

@@ -104,7 +104,10 @@ fn command(out: &mut String, level: &str, props: &[(&str, &str)], message: &str)
 
 /// A command's message: `%`, `\r`, `\n` percent-encoded (`%` first).
 pub fn escape_data(s: &str) -> String {
-    let s = s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+    let s = s
+        .replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A");
     inert(&s).into_owned()
 }
 
@@ -131,16 +134,13 @@ mod tests {
             assert!(line.starts_with("::"), "{line}");
             // Exactly one command per line: the level, then `::` once more.
             let command = line[2..].split([' ', ':']).next().unwrap();
-            assert!(
-                ["error", "warning", "notice"].contains(&command),
-                "{line}"
-            );
+            assert!(["error", "warning", "notice"].contains(&command), "{line}");
         }
-        let hostile = text
-            .lines()
-            .find(|l| l.contains("forged"))
-            .unwrap();
-        assert!(hostile.starts_with("::error file=src/<script>"), "{hostile}");
+        let hostile = text.lines().find(|l| l.contains("forged")).unwrap();
+        assert!(
+            hostile.starts_with("::error file=src/<script>"),
+            "{hostile}"
+        );
         assert!(hostile.contains("%0A::error::forged %250A"), "{hostile}");
         assert!(hostile.contains("\\u{1b}[2J"), "{hostile}");
         // The path's `:` and `,`-free properties stay three.

@@ -63,7 +63,12 @@ pub fn render(summary: &Summary, trials: &[Trial]) -> String {
 
 fn verdicts(h: &mut String, summary: &Summary) {
     let c = &summary.counts;
-    let max = Status::ALL.iter().map(|s| c.get(*s)).max().unwrap_or(0).max(1);
+    let max = Status::ALL
+        .iter()
+        .map(|s| c.get(*s))
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let height = 24 * Status::ALL.len() + 8;
     h.push_str("<section id=\"verdicts\">\n<h2>Verdicts</h2>\n");
     let _ = writeln!(
@@ -96,7 +101,12 @@ fn verdicts(h: &mut String, summary: &Summary) {
     h.push_str("</table>\n</section>\n");
 }
 
-const OUTCOMES: [Outcome; 4] = [Outcome::Holds, Outcome::Miss, Outcome::Error, Outcome::Vacuous];
+const OUTCOMES: [Outcome; 4] = [
+    Outcome::Holds,
+    Outcome::Miss,
+    Outcome::Error,
+    Outcome::Vacuous,
+];
 
 fn properties(h: &mut String, summary: &Summary) {
     h.push_str("<section id=\"properties\">\n<h2>Property outcomes</h2>\n");
@@ -192,7 +202,11 @@ fn trial(h: &mut String, t: &Trial) {
         "<details id=\"{}\" data-run=\"{}\" class=\"trial\"{}>",
         escape(&anchor(&t.run_id)),
         escape(&t.run_id),
-        if t.status == Status::Review { "" } else { " open" }
+        if t.status == Status::Review {
+            ""
+        } else {
+            " open"
+        }
     );
     let _ = writeln!(
         h,
@@ -215,7 +229,9 @@ fn trial(h: &mut String, t: &Trial) {
         h.push_str("</ul>\n");
     }
     if !t.properties.is_empty() {
-        h.push_str("<table><tr><th>property</th><th>outcome</th><th>fuel</th><th>findings</th></tr>\n");
+        h.push_str(
+            "<table><tr><th>property</th><th>outcome</th><th>fuel</th><th>findings</th></tr>\n",
+        );
         for p in &t.properties {
             let _ = write!(
                 h,
@@ -283,10 +299,16 @@ mod tests {
         let t = trials();
         let page = render(&Summary::of(&t), &t);
         for run in ["good", "bad", "cut", "pending", "tampered"] {
-            assert!(page.contains(&format!("<details id=\"trial-{run}\"")), "{run}");
+            assert!(
+                page.contains(&format!("<details id=\"trial-{run}\"")),
+                "{run}"
+            );
         }
         assert_eq!(page.matches("<script").count(), 0, "{page}");
-        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
         assert!(!page.contains("://"), "{page}");
         assert_eq!(
             escape("<a href='x'>&\"</a>"),

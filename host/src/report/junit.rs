@@ -124,14 +124,19 @@ mod tests {
             .descendants()
             .filter(|n| n.has_tag_name("testsuite"))
             .collect();
-        let names: Vec<_> = suites.iter().map(|s| s.attribute("name").unwrap()).collect();
+        let names: Vec<_> = suites
+            .iter()
+            .map(|s| s.attribute("name").unwrap())
+            .collect();
         assert_eq!(names, ["good", "bad", "cut", "pending", "tampered"]);
         let bad = suites[1];
         assert_eq!(bad.attribute("tests"), Some("3"));
         assert_eq!(bad.attribute("failures"), Some("3"));
         let miss = bad
             .descendants()
-            .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("tests_not_deleted"))
+            .find(|n| {
+                n.has_tag_name("testcase") && n.attribute("name") == Some("tests_not_deleted")
+            })
             .unwrap();
         let failure = miss.children().find(|n| n.has_tag_name("failure")).unwrap();
         assert_eq!(failure.attribute("type"), Some("miss"));

@@ -8,7 +8,7 @@
 //! which GFM tables need), line breaks become spaces so a value stays in
 //! its table cell, and other control characters are shown as escapes.
 
-use super::{Status, Summary, Trial, finding_line, fails};
+use super::{Status, Summary, Trial, fails, finding_line};
 use crate::output::inert;
 use crate::record::Outcome;
 
@@ -39,7 +39,12 @@ pub fn render(summary: &Summary, trials: &[Trial]) -> String {
         md.push_str("| property | holds | miss | error | vacuous |\n|---|---:|---:|---:|---:|\n");
         for p in &summary.properties {
             md.push_str(&format!("| {} |", cell(&p.name)));
-            for outcome in [Outcome::Holds, Outcome::Miss, Outcome::Error, Outcome::Vacuous] {
+            for outcome in [
+                Outcome::Holds,
+                Outcome::Miss,
+                Outcome::Error,
+                Outcome::Vacuous,
+            ] {
                 md.push_str(&format!(" {} |", p.get(outcome)));
             }
             md.push('\n');
@@ -64,7 +69,10 @@ pub fn render(summary: &Summary, trials: &[Trial]) -> String {
         }
     }
 
-    let failing: Vec<&Trial> = trials.iter().filter(|t| t.status != Status::Review).collect();
+    let failing: Vec<&Trial> = trials
+        .iter()
+        .filter(|t| t.status != Status::Review)
+        .collect();
     if !failing.is_empty() {
         md.push_str("\n### Trials that are not review\n\n| run | status | why |\n|---|---|---|\n");
         for t in failing.iter().take(LISTED) {
@@ -98,9 +106,18 @@ fn why(t: &Trial) -> String {
         if p.findings.len() > FINDINGS {
             detail.push(format!("and {} more", p.findings.len() - FINDINGS));
         }
-        parts.push(format!("{} {}: {}", p.name, p.outcome.as_str(), detail.join("; ")));
+        parts.push(format!(
+            "{} {}: {}",
+            p.name,
+            p.outcome.as_str(),
+            detail.join("; ")
+        ));
     }
-    parts.iter().map(|p| cell(p)).collect::<Vec<_>>().join("<br>")
+    parts
+        .iter()
+        .map(|p| cell(p))
+        .collect::<Vec<_>>()
+        .join("<br>")
 }
 
 /// Untrusted text for one table cell.
@@ -128,7 +145,10 @@ mod tests {
         assert!(md.contains("| review | 1 |"), "{md}");
         assert!(md.contains("| not classified | 1 |"), "{md}");
         assert!(md.contains("| broken chain | 1 |"), "{md}");
-        assert!(md.contains("| tests\\_not\\_deleted | 1 | 1 | 0 | 0 |"), "{md}");
+        assert!(
+            md.contains("| tests\\_not\\_deleted | 1 | 1 | 0 | 0 |"),
+            "{md}"
+        );
         assert!(md.contains("### Slowest trials (by fuel)"), "{md}");
         assert!(md.contains("| bad | reject | 2000 |"), "{md}");
     }
@@ -142,7 +162,11 @@ mod tests {
             .find(|l| l.starts_with("| bad |") && l.contains("script"))
             .unwrap();
         // One row of three cells: every `|` inside is escaped.
-        assert_eq!(row.matches('|').count() - row.matches("\\|").count(), 4, "{row}");
+        assert_eq!(
+            row.matches('|').count() - row.matches("\\|").count(),
+            4,
+            "{row}"
+        );
         assert!(!md.contains("<script>"), "{md}");
         assert!(row.contains("\\<script\\>"), "{row}");
         assert!(!md.contains("\n::error"), "{md}");

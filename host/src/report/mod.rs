@@ -359,11 +359,8 @@ impl Summary {
         };
         let mut trials: Vec<TrialLine> = trials.iter().map(line).collect();
         trials.sort_by(|a, b| a.run_id.cmp(&b.run_id));
-        let mut slowest: Vec<TrialLine> = trials
-            .iter()
-            .filter(|t| t.fuel_used > 0)
-            .cloned()
-            .collect();
+        let mut slowest: Vec<TrialLine> =
+            trials.iter().filter(|t| t.fuel_used > 0).cloned().collect();
         slowest.sort_by(|a, b| b.fuel_used.cmp(&a.fuel_used).then(a.run_id.cmp(&b.run_id)));
         slowest.truncate(SLOWEST);
         Summary {
@@ -384,9 +381,7 @@ pub fn check_outside(path: &Path, ledger: &Ledger) -> Result<()> {
         return Ok(());
     };
     let dir = parent(path);
-    let dir = dir
-        .canonicalize()
-        .map_err(|e| Error::write(&dir, e))?;
+    let dir = dir.canonicalize().map_err(|e| Error::write(&dir, e))?;
     if dir.starts_with(&ledger_root) {
         return Err(Error::Usage(format!(
             "refusing to write the report `{}` inside the ledger `{}`: write reports elsewhere",
@@ -458,7 +453,8 @@ pub(crate) mod tests {
     }
 
     /// Untrusted text that tries to break out of every format.
-    pub const HOSTILE: &str = "<script>alert(1)</script> | a \"q\" 'x' & b\n::error::forged %0A ]]> \u{1b}[2J";
+    pub const HOSTILE: &str =
+        "<script>alert(1)</script> | a \"q\" 'x' & b\n::error::forged %0A ]]> \u{1b}[2J";
 
     /// A review, a reject with findings (one hostile), an incomplete run,
     /// one not classified and one broken.
@@ -518,9 +514,16 @@ pub(crate) mod tests {
             }
         );
         let tnd = &s.properties[0];
-        assert_eq!((tnd.name.as_str(), tnd.holds, tnd.miss), ("tests_not_deleted", 1, 1));
+        assert_eq!(
+            (tnd.name.as_str(), tnd.holds, tnd.miss),
+            ("tests_not_deleted", 1, 1)
+        );
         assert_eq!(s.properties[1].error, 1);
-        let slowest: Vec<_> = s.slowest.iter().map(|t| (t.run_id.as_str(), t.fuel_used)).collect();
+        let slowest: Vec<_> = s
+            .slowest
+            .iter()
+            .map(|t| (t.run_id.as_str(), t.fuel_used))
+            .collect();
         assert_eq!(slowest, [("bad", 2000), ("good", 1000)]);
         assert_eq!(s.slowest[0].failing, ["tests_not_deleted", "oracle"]);
     }
@@ -542,7 +545,11 @@ pub(crate) mod tests {
         let ledger = Ledger::new(dir.path().join("ledger"));
         std::fs::create_dir_all(ledger.root().join("verdicts")).unwrap();
         check_outside(&out, &ledger).unwrap();
-        for inside in ["ledger/summary.md", "ledger/verdicts/x.xml", "ledger/../ledger/y.md"] {
+        for inside in [
+            "ledger/summary.md",
+            "ledger/verdicts/x.xml",
+            "ledger/../ledger/y.md",
+        ] {
             let err = check_outside(&dir.path().join(inside), &ledger).unwrap_err();
             assert_eq!(err.exit_code(), crate::exit::Sysexit::Usage, "{inside}");
         }
