@@ -15,7 +15,7 @@ use std::path::{Component, Path};
 
 pub const MANIFEST: &str = "MANIFEST.json";
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub schema: u32,

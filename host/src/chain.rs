@@ -169,3 +169,140 @@ pub fn store_verdict(ledger: &Ledger, run: &RunId, verdict: &VerdictRecord) -> R
     }
     ledger::write_or_match(&path, verdict, "verdict").map(|_| ())
 }
+
+/// Every record of one run on file, each read with its links checked.
+pub struct RunRecords {
+    pub transcript: Option<Transcript>,
+    pub lock: Option<Loaded<FixtureLock>>,
+    pub properties: Option<Loaded<PropertyRecord>>,
+    pub verdict: Option<Loaded<VerdictRecord>>,
+}
+
+/// Reads every record of `run` that is on file: each must belong to the run
+/// and name, by digest, exactly the records on file before it (a lock or a
+/// property record whose transcript or lock is missing is broken too), and
+/// the verdict must name the records it was derived from. A record that is
+/// absent is `None`; anything unreadable or unlinked is a data error.
+/// Whether the verdict follows from its records by the rules is `verify`'s
+/// question, not this one.
+pub fn read_run(ledger: &Ledger, run: &RunId) -> Result<RunRecords> {
+    let transcript = read_transcript(ledger, run)?;
+    let lock = match &transcript {
+        Some(t) => read_lock(ledger, run, &t.loaded)?,
+        None => {
+            refuse_orphan(&ledger.lock(run), &ledger.transcript(run))?;
+            None
+        }
+    };
+    let properties = read_properties(ledger, run, transcript.as_ref(), lock.as_ref())?;
+    let verdict = ledger::read_optional::<VerdictRecord>(&ledger.verdict(run))?;
+    if let Some(v) = &verdict {
+        ledger::check_run(v, run)?;
+        let links = [
+            (
+                "transcript_sha256",
+                &v.record.transcript_sha256,
+                transcript
+                    .as_ref()
+                    .map(|t| (&t.loaded.sha256, &t.loaded.path)),
+                ledger.transcript(run),
+            ),
+            (
+                "lock_sha256",
+                &v.record.lock_sha256,
+                lock.as_ref().map(|l| (&l.sha256, &l.path)),
+                ledger.lock(run),
+            ),
+            (
+                "properties_sha256",
+                &v.record.properties_sha256,
+                properties.as_ref().map(|p| (&p.sha256, &p.path)),
+                ledger.properties(run),
+            ),
+        ];
+        for (field, named, on_file, path) in links {
+            match (named, on_file) {
+                (Some(named), Some((sha, what))) => {
+                    ledger::check_link(&v.path, field, named, sha, what)?
+                }
+                (None, None) => {}
+                (Some(named), None) => {
+                    return Err(Error::data(
+                        &v.path,
+                        format!(
+                            "field `{field}` names sha256 {named} but `{}` is missing: the chain is broken",
+                            path.display()
+                        ),
+                    ));
+                }
+                (None, Some((_, what))) => {
+                    return Err(Error::data(
+                        &v.path,
+                        format!(
+                            "field `{field}` is null but `{}` is on file: the verdict was not derived from the records on file",
+                            what.display()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(RunRecords {
+        transcript,
+        lock,
+        properties,
+        verdict,
+    })
+}
+
+/// Reads the property record, which must name the transcript and lock on file.
+fn read_properties(
+    ledger: &Ledger,
+    run: &RunId,
+    transcript: Option<&Transcript>,
+    lock: Option<&Loaded<FixtureLock>>,
+) -> Result<Option<Loaded<PropertyRecord>>> {
+    let Some(p) = ledger::read_optional::<PropertyRecord>(&ledger.properties(run))? else {
+        return Ok(None);
+    };
+    ledger::check_run(&p, run)?;
+    let Some(t) = transcript else {
+        return Err(orphan(&p.path, &ledger.transcript(run)));
+    };
+    ledger::check_link(
+        &p.path,
+        "transcript_sha256",
+        &p.record.transcript_sha256,
+        &t.loaded.sha256,
+        &t.loaded.path,
+    )?;
+    let Some(l) = lock else {
+        return Err(orphan(&p.path, &ledger.lock(run)));
+    };
+    ledger::check_link(
+        &p.path,
+        "lock_sha256",
+        &p.record.lock_sha256,
+        &l.sha256,
+        &l.path,
+    )?;
+    Ok(Some(p))
+}
+
+/// A record on file at `path` whose predecessor at `missing` is not.
+fn refuse_orphan(path: &Path, missing: &Path) -> Result<()> {
+    match path.symlink_metadata() {
+        Ok(_) => Err(orphan(path, missing)),
+        Err(_) => Ok(()),
+    }
+}
+
+fn orphan(path: &Path, missing: &Path) -> Error {
+    Error::data(
+        path,
+        format!(
+            "it builds on `{}`, which is missing: the chain is broken",
+            missing.display()
+        ),
+    )
+}

@@ -64,6 +64,8 @@ pub enum Command {
     /// Try a property plugin with no ledger: run it on one patch, or inspect it.
     #[command(subcommand)]
     Plugin(commands::plugin::PluginCommand),
+    /// Write CI reports of the runs in a ledger: JUnit, SARIF, Markdown, HTML, GitHub annotations (exit 0 written, 65 a broken chain).
+    Report(commands::report::ReportArgs),
 }
 
 impl Cli {
@@ -122,6 +124,7 @@ impl Cli {
                 refuse("plugin")?;
                 cmd.execute()
             }
+            Command::Report(cmd) => cmd.execute(ledger),
         }
     }
 }

@@ -13,7 +13,7 @@ pub const FILE_NAME: &str = "agent-ledger.toml";
 /// The schema version this build reads.
 pub const SCHEMA: u32 = 1;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub schema: u32,
@@ -39,14 +39,14 @@ fn default_ledger() -> String {
     ".agent-ledger".into()
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fixtures {
     #[serde(default)]
     pub roots: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tests {
     /// Globs of test files; a `[tests]` table without `globs` keeps the
@@ -79,14 +79,14 @@ impl Default for Tests {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Protect {
     #[serde(default)]
     pub paths: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Flakes {
     #[serde(default = "default_flakes_file")]
@@ -112,7 +112,7 @@ impl Default for Flakes {
 }
 
 /// Default bounds for every property; a `[[property]]` may lower or raise its own.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     pub fuel: Option<u64>,
@@ -122,7 +122,7 @@ pub struct LimitsConfig {
 
 /// Defaults for a live capture (`capture --prompt-file`); each key has the
 /// flag of the same name (`api_key_env` is `--api-key-env`), which wins.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureConfig {
     /// The API base, e.g. `https://api.openai.com/v1`.
@@ -139,11 +139,13 @@ pub struct CaptureConfig {
     /// Seconds.
     pub idle_timeout: Option<u64>,
     /// Never a key: parsed only to refuse it, without keeping the value.
+    /// Left out of the schema, whose closed object then refuses it too.
     #[serde(default)]
+    #[schemars(skip)]
     api_key: Option<serde::de::IgnoredAny>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PropertyConfig {
     pub name: String,

@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 
 pub const SCHEMA: u32 = 1;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FreezeFile {
     pub schema: u32,
@@ -31,7 +31,7 @@ pub struct FreezeFile {
     pub rows: Vec<Row>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Row {
     pub test: String,

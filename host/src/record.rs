@@ -22,7 +22,7 @@ pub trait Record: Serialize + for<'de> Deserialize<'de> {
 }
 
 /// A judgement with a stable machine code and a sentence for people.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reason {
     pub code: String,
     pub message: String,
@@ -38,7 +38,7 @@ impl Reason {
 }
 
 /// A file stored in the ledger beside a record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StoredFile {
     /// File name, relative to the directory of the record that names it.
     pub file: String,
@@ -49,7 +49,7 @@ pub struct StoredFile {
 }
 
 /// `transcripts/ID.json`: what the model produced, and whether it is whole.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TranscriptReceipt {
     pub schema: u32,
     /// Always `"transcript"`.
@@ -127,7 +127,7 @@ fn default_strip() -> u32 {
 }
 
 /// Tokens a provider reports for one completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenUsage {
     /// Tokens the model read: OpenAI `prompt_tokens` (chat) or
     /// `input_tokens` (Responses); Anthropic `input_tokens` plus
@@ -147,7 +147,7 @@ pub struct TokenUsage {
 /// How a live capture called the model, and what the server answered.
 /// It never holds the API key: only the name of the variable it came from
 /// is known to the command, and it is not recorded either.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpExchange {
     /// `openai-chat`, `openai-responses` or `anthropic`.
     pub provider: String,
@@ -177,7 +177,7 @@ impl Record for TranscriptReceipt {
 }
 
 /// One entry of a fixture lock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LockEntry {
     /// Repository-relative POSIX path.
     pub path: String,
@@ -194,7 +194,7 @@ pub struct LockEntry {
 
 /// `fixtures/ID.lock.json`: every file under the fixture roots, hashed from
 /// the trusted base tree before any property runs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FixtureLock {
     pub schema: u32,
     /// Always `"fixture_lock"`.
@@ -225,7 +225,7 @@ impl Record for FixtureLock {
 }
 
 /// Drift between a lock and a tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Drift {
     pub added: Vec<String>,
     pub removed: Vec<String>,
@@ -239,7 +239,9 @@ impl Drift {
 }
 
 /// A property's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Holds,
@@ -260,7 +262,9 @@ impl Outcome {
 }
 
 /// Something a property found.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Finding {
     /// Repository-relative path the finding is about ("" when none).
     pub path: String,
@@ -274,7 +278,7 @@ pub struct Finding {
 }
 
 /// One property's result inside `properties/ID.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PropertyResult {
     pub name: String,
     /// `builtin:NAME`, a repository-relative path, or an absolute path.
@@ -309,7 +313,7 @@ pub struct PropertyResult {
 }
 
 /// `properties/ID.json`: what every property said about the patched tree.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PropertyRecord {
     pub schema: u32,
     /// Always `"properties"`.
@@ -344,7 +348,7 @@ pub struct PropertyRecord {
 }
 
 /// How replay ran the project's test command.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestRun {
     pub command: String,
     /// `isolated` (a new network namespace) or `allowed` (no sandbox could
@@ -383,7 +387,7 @@ impl Record for PropertyRecord {
 }
 
 /// The four verdicts, in the order their rules are checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Review,
@@ -414,7 +418,7 @@ impl Verdict {
 }
 
 /// `verdicts/ID.json`: the classification of a trial from its records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerdictRecord {
     pub schema: u32,
     /// Always `"verdict"`.
@@ -437,7 +441,7 @@ pub struct VerdictRecord {
 
 /// The token ledger of one trial: the model is called once, at capture, and
 /// never again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenLedger {
     /// What capture spent, as the transcript receipt's `usage` reports it;
     /// null when the body reported none (a raw diff, a stream cut before

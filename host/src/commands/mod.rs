@@ -13,6 +13,7 @@ pub mod plugin;
 pub mod plugin_new;
 pub mod reconcile;
 pub mod replay;
+pub mod report;
 pub mod sign;
 pub mod trace;
 pub mod verify;

@@ -6,6 +6,7 @@
 use super::inert;
 use crate::reconcile::Report;
 use crate::record::{PropertyRecord, VerdictRecord};
+use crate::report::{Status, Summary};
 use crate::verify::RunReport;
 
 /// The verdict and its reasons.
@@ -175,5 +176,23 @@ pub fn verify(archive_problems: &[String], reports: &[RunReport]) -> String {
         reports.len() - failed,
         reports.len()
     ));
+    text
+}
+
+/// Trials per status, then each report written.
+pub fn report(summary: &Summary) -> String {
+    let counts: Vec<String> = Status::ALL
+        .iter()
+        .filter(|s| summary.counts.get(**s) > 0)
+        .map(|s| format!("{} {}", summary.counts.get(*s), s.label()))
+        .collect();
+    let mut text = format!(
+        "report: {} trial(s): {}\n",
+        summary.counts.trials,
+        counts.join(", ")
+    );
+    for w in &summary.written {
+        text.push_str(&format!("  wrote {} `{}`\n", w.format, inert(&w.path)));
+    }
     text
 }

@@ -49,7 +49,9 @@ impl BodyFormat {
 }
 
 /// A model API that live capture can call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Provider {
     /// OpenAI Chat Completions (`POST {endpoint}/chat/completions`).

@@ -1,0 +1,118 @@
+//! `agent-ledger report`: CI reports (JUnit, SARIF, Markdown, HTML, GitHub
+//! workflow commands) from the runs in a ledger. Exit 0 when every report
+//! is written; 65 after writing them when a run's chain is broken.
+
+use crate::exit::{Error, ExitCode, Result};
+use crate::output::{self, OutputArgs, OutputFormat};
+use crate::report::{self, Status, Summary, Written};
+use crate::resolve::ScopeArgs;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("outputs")
+        .required(true)
+        .multiple(true)
+        .args(["junit", "sarif", "markdown", "html", "github_annotations"])
+))]
+pub struct ReportArgs {
+    /// Runs to report (repeatable) [default: every run in the ledger].
+    #[arg(long = "run", value_name = "ID")]
+    pub runs: Vec<String>,
+    /// Write JUnit XML: a testsuite per run, a testcase per property and one
+    /// for the verdict.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write SARIF 2.1.0: a result per finding, the property as its rule.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Write a Markdown summary (for `$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write a single-file HTML report with charts and a drill-down per trial.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print GitHub workflow commands (`::error file=…,line=…::…`) for
+    /// findings and failing trials on stdout.
+    #[arg(long)]
+    pub github_annotations: bool,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl ReportArgs {
+    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
+        if self.github_annotations && self.output.format == OutputFormat::Json {
+            return Err(Error::Usage(
+                "`--github-annotations` and `--format json` would share stdout: drop one".into(),
+            ));
+        }
+        let ledger = self.scope.ledger(ledger)?;
+        if !ledger.root().is_dir() {
+            return Err(Error::Missing(format!(
+                "no ledger at `{}`",
+                ledger.root().display()
+            )));
+        }
+        let files: Vec<(&str, &PathBuf)> = [
+            ("junit", &self.junit),
+            ("sarif", &self.sarif),
+            ("markdown", &self.markdown),
+            ("html", &self.html),
+        ]
+        .into_iter()
+        .filter_map(|(format, path)| path.as_ref().map(|p| (format, p)))
+        .collect();
+        for (i, (format, path)) in files.iter().enumerate() {
+            if let Some((other, _)) = files[..i].iter().find(|(_, p)| p == path) {
+                return Err(Error::Usage(format!(
+                    "`--{other}` and `--{format}` both name `{}`: give each report its own file",
+                    path.display()
+                )));
+            }
+            report::check_outside(path, &ledger)?;
+        }
+        let trials = report::read(&ledger, &self.runs)?;
+        let mut summary = Summary::of(&trials);
+        for (format, path) in &files {
+            let bytes = match *format {
+                "junit" => report::junit::render(&trials)?,
+                "sarif" => report::sarif::render(&trials),
+                "markdown" => report::markdown::render(&summary, &trials),
+                _ => report::html::render(&summary, &trials),
+            };
+            report::write(path, bytes.as_bytes())?;
+            summary.written.push(Written {
+                format: format.to_string(),
+                path: path.display().to_string(),
+            });
+        }
+        if self.github_annotations {
+            output::print(&report::github::render(&trials))?;
+        }
+        match self.output.format {
+            OutputFormat::Json => output::print_json(&summary)?,
+            OutputFormat::Human => output::print(&output::human::report(&summary))?,
+        }
+        let broken: Vec<&str> = trials
+            .iter()
+            .filter(|t| t.status == Status::Broken)
+            .map(|t| t.run_id.as_str())
+            .collect();
+        if !broken.is_empty() {
+            // The reports say so too; the exit code keeps CI from reading
+            // a broken ledger as a finished report.
+            return Err(Error::data(
+                ledger.root(),
+                format!(
+                    "the chain of {} run(s) is broken ({}): reported, not trusted",
+                    broken.len(),
+                    broken.join(", ")
+                ),
+            ));
+        }
+        Ok(ExitCode::Ok)
+    }
+}

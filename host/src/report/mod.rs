@@ -1,0 +1,557 @@
+//! Reports for CI, from any ledger: JUnit XML (`junit`), SARIF 2.1.0
+//! (`sarif`), GitHub workflow commands (`github`), a Markdown summary
+//! (`markdown`) and a single-file HTML page (`html`).
+//!
+//! All of them render one reading of the runs ([`read`]): each run's records
+//! read through `chain`, links checked, so a broken chain is reported as a
+//! trial of its own status rather than skipped, and a run with records but
+//! no verdict is "not classified". Findings, paths, messages and reasons come
+//! from plugins and patches, so each format's module escapes every one of
+//! them for the place it lands in.
+//!
+//! Reports are regenerated artifacts, not records: [`write`] replaces the
+//! named file atomically and refuses any path inside the ledger.
+
+pub mod github;
+pub mod html;
+pub mod junit;
+pub mod markdown;
+pub mod sarif;
+
+use crate::chain;
+use crate::exit::{Error, Result};
+use crate::ledger::{Ledger, RunId};
+use crate::record::{Finding, Outcome, PropertyResult, Reason, Verdict};
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The schema version of [`Summary`].
+pub const SCHEMA: u32 = 1;
+
+/// How many trials the "slowest" list keeps.
+pub const SLOWEST: usize = 10;
+
+/// The reason code of a run whose records cannot be trusted.
+pub const BROKEN_CHAIN: &str = "broken_chain";
+
+/// Where a run stands in the report: its verdict, or why it has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Review,
+    Incomplete,
+    FixtureMismatch,
+    Reject,
+    /// Records are on file, but no verdict yet.
+    NotClassified,
+    /// A record is unreadable, or does not name the records on file before
+    /// it: nothing in the run is trusted.
+    Broken,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Review,
+        Status::Incomplete,
+        Status::FixtureMismatch,
+        Status::Reject,
+        Status::NotClassified,
+        Status::Broken,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Review => "review",
+            Status::Incomplete => "incomplete",
+            Status::FixtureMismatch => "fixture_mismatch",
+            Status::Reject => "reject",
+            Status::NotClassified => "not_classified",
+            Status::Broken => "broken",
+        }
+    }
+
+    /// How people read it in a table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::NotClassified => "not classified",
+            Status::Broken => "broken chain",
+            other => other.as_str(),
+        }
+    }
+
+    /// The verdict, when the run has one.
+    pub fn verdict(self) -> Option<Verdict> {
+        match self {
+            Status::Review => Some(Verdict::Review),
+            Status::Incomplete => Some(Verdict::Incomplete),
+            Status::FixtureMismatch => Some(Verdict::FixtureMismatch),
+            Status::Reject => Some(Verdict::Reject),
+            Status::NotClassified | Status::Broken => None,
+        }
+    }
+
+    fn of(verdict: Verdict) -> Status {
+        match verdict {
+            Verdict::Review => Status::Review,
+            Verdict::Incomplete => Status::Incomplete,
+            Verdict::FixtureMismatch => Status::FixtureMismatch,
+            Verdict::Reject => Status::Reject,
+        }
+    }
+}
+
+/// One run, as every report shows it.
+#[derive(Debug, Clone)]
+pub struct Trial {
+    pub run_id: String,
+    pub status: Status,
+    /// The verdict's reasons; for a broken chain, what is broken.
+    pub reasons: Vec<Reason>,
+    /// The property results on file, in record order; empty when there is
+    /// no property record or the chain is broken.
+    pub properties: Vec<PropertyResult>,
+}
+
+impl Trial {
+    /// Fuel all properties used: the deterministic measure of a trial's
+    /// cost (wall time is not recorded, as it would make replays differ).
+    pub fn fuel(&self) -> u64 {
+        self.properties.iter().map(|p| p.fuel_used).sum()
+    }
+
+    fn broken(run_id: &str, why: String) -> Trial {
+        Trial {
+            run_id: run_id.to_string(),
+            status: Status::Broken,
+            reasons: vec![Reason::new(BROKEN_CHAIN, why)],
+            properties: Vec::new(),
+        }
+    }
+}
+
+/// Reads `runs` (every run with a record, when empty) from the ledger.
+/// A run named on the command line must have a record; a run whose
+/// records do not hold together is a [`Status::Broken`] trial.
+pub fn read(ledger: &Ledger, runs: &[String]) -> Result<Vec<Trial>> {
+    let explicit = !runs.is_empty();
+    let runs = if explicit {
+        let mut named = Vec::new();
+        for run in runs {
+            let id = RunId::parse(run)?;
+            if !has_record(ledger, &id) {
+                return Err(Error::Missing(format!(
+                    "no record of run `{id}` in `{}`",
+                    ledger.root().display()
+                )));
+            }
+            if !named.contains(run) {
+                named.push(run.clone());
+            }
+        }
+        named
+    } else {
+        crate::verify::runs_in(ledger)
+    };
+    if runs.is_empty() {
+        return Err(Error::Missing(format!(
+            "no runs to report in `{}`",
+            ledger.root().display()
+        )));
+    }
+    Ok(runs.iter().map(|run| read_trial(ledger, run)).collect())
+}
+
+fn has_record(ledger: &Ledger, run: &RunId) -> bool {
+    [
+        ledger.transcript(run),
+        ledger.lock(run),
+        ledger.properties(run),
+        ledger.verdict(run),
+    ]
+    .iter()
+    .any(|p| p.symlink_metadata().is_ok())
+}
+
+fn read_trial(ledger: &Ledger, run: &str) -> Trial {
+    let id = match RunId::parse(run) {
+        Ok(id) => id,
+        Err(e) => return Trial::broken(run, e.to_string()),
+    };
+    let records = match chain::read_run(ledger, &id) {
+        Ok(r) => r,
+        Err(e) => return Trial::broken(run, e.to_string()),
+    };
+    let properties = records
+        .properties
+        .map(|p| p.record.properties)
+        .unwrap_or_default();
+    let (status, reasons) = match records.verdict {
+        Some(v) => (Status::of(v.record.verdict), v.record.reasons),
+        None => (Status::NotClassified, Vec::new()),
+    };
+    Trial {
+        run_id: run.to_string(),
+        status,
+        reasons,
+        properties,
+    }
+}
+
+/// A finding as one line of text: `[frozen] path:line: message`. Raw: each
+/// format escapes it.
+pub fn finding_line(f: &Finding) -> String {
+    let at = match (f.path.as_str(), f.line) {
+        ("", _) => String::new(),
+        (path, Some(line)) => format!("{path}:{line}: "),
+        (path, None) => format!("{path}: "),
+    };
+    format!(
+        "{}{at}{}",
+        if f.frozen { "[frozen] " } else { "" },
+        f.message
+    )
+}
+
+/// Whether a property's outcome fails the trial.
+pub fn fails(outcome: Outcome) -> bool {
+    outcome != Outcome::Holds
+}
+
+/// What `report` found, printed with `--format json` and the data the
+/// Markdown and HTML summaries show.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Summary {
+    /// The version of this document's shape.
+    pub schema: u32,
+    /// How many trials have each status.
+    pub counts: Counts,
+    /// Each property's outcomes over the trials that have a property record
+    /// (broken chains excluded), in the order the properties first appear.
+    pub properties: Vec<PropertyTally>,
+    /// Up to ten trials with properties, most fuel first (ties by run id).
+    /// Ranked by fuel, not wall time: fuel is deterministic and recorded;
+    /// wall time is neither, and recording it would make replays differ.
+    pub slowest: Vec<TrialLine>,
+    /// Every trial, in run-id order.
+    pub trials: Vec<TrialLine>,
+    /// The files this command wrote.
+    pub written: Vec<Written>,
+}
+
+/// Trials per status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Counts {
+    pub trials: u64,
+    pub review: u64,
+    pub incomplete: u64,
+    pub fixture_mismatch: u64,
+    pub reject: u64,
+    pub not_classified: u64,
+    pub broken: u64,
+}
+
+impl Counts {
+    pub fn get(&self, status: Status) -> u64 {
+        match status {
+            Status::Review => self.review,
+            Status::Incomplete => self.incomplete,
+            Status::FixtureMismatch => self.fixture_mismatch,
+            Status::Reject => self.reject,
+            Status::NotClassified => self.not_classified,
+            Status::Broken => self.broken,
+        }
+    }
+
+    fn add(&mut self, status: Status) {
+        self.trials += 1;
+        *match status {
+            Status::Review => &mut self.review,
+            Status::Incomplete => &mut self.incomplete,
+            Status::FixtureMismatch => &mut self.fixture_mismatch,
+            Status::Reject => &mut self.reject,
+            Status::NotClassified => &mut self.not_classified,
+            Status::Broken => &mut self.broken,
+        } += 1;
+    }
+}
+
+/// One property's outcomes over the trials.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct PropertyTally {
+    pub name: String,
+    pub holds: u64,
+    pub miss: u64,
+    pub error: u64,
+    pub vacuous: u64,
+}
+
+impl PropertyTally {
+    pub fn get(&self, outcome: Outcome) -> u64 {
+        match outcome {
+            Outcome::Holds => self.holds,
+            Outcome::Miss => self.miss,
+            Outcome::Error => self.error,
+            Outcome::Vacuous => self.vacuous,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.holds + self.miss + self.error + self.vacuous
+    }
+}
+
+/// One trial in a summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct TrialLine {
+    pub run_id: String,
+    pub status: Status,
+    /// Fuel all its properties used.
+    pub fuel_used: u64,
+    /// Properties whose outcome is not `holds`.
+    pub failing: Vec<String>,
+}
+
+/// A report file written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Written {
+    /// `junit`, `sarif`, `markdown` or `html`.
+    pub format: String,
+    pub path: String,
+}
+
+impl Summary {
+    pub fn of(trials: &[Trial]) -> Summary {
+        let mut counts = Counts::default();
+        let mut properties: Vec<PropertyTally> = Vec::new();
+        for t in trials {
+            counts.add(t.status);
+            for p in &t.properties {
+                let i = match properties.iter().position(|x| x.name == p.name) {
+                    Some(i) => i,
+                    None => {
+                        properties.push(PropertyTally {
+                            name: p.name.clone(),
+                            ..PropertyTally::default()
+                        });
+                        properties.len() - 1
+                    }
+                };
+                let tally = &mut properties[i];
+                *match p.outcome {
+                    Outcome::Holds => &mut tally.holds,
+                    Outcome::Miss => &mut tally.miss,
+                    Outcome::Error => &mut tally.error,
+                    Outcome::Vacuous => &mut tally.vacuous,
+                } += 1;
+            }
+        }
+        let line = |t: &Trial| TrialLine {
+            run_id: t.run_id.clone(),
+            status: t.status,
+            fuel_used: t.fuel(),
+            failing: t
+                .properties
+                .iter()
+                .filter(|p| fails(p.outcome))
+                .map(|p| p.name.clone())
+                .collect(),
+        };
+        let mut trials: Vec<TrialLine> = trials.iter().map(line).collect();
+        trials.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        let mut slowest: Vec<TrialLine> =
+            trials.iter().filter(|t| t.fuel_used > 0).cloned().collect();
+        slowest.sort_by(|a, b| b.fuel_used.cmp(&a.fuel_used).then(a.run_id.cmp(&b.run_id)));
+        slowest.truncate(SLOWEST);
+        Summary {
+            schema: SCHEMA,
+            counts,
+            properties,
+            slowest,
+            trials,
+            written: Vec::new(),
+        }
+    }
+}
+
+/// Refuses an output path inside the ledger: reports are regenerated
+/// artifacts, and the ledger holds only records written once.
+pub fn check_outside(path: &Path, ledger: &Ledger) -> Result<()> {
+    let Ok(ledger_root) = ledger.root().canonicalize() else {
+        return Ok(());
+    };
+    let dir = parent(path);
+    let dir = dir.canonicalize().map_err(|e| Error::write(&dir, e))?;
+    if dir.starts_with(&ledger_root) {
+        return Err(Error::Usage(format!(
+            "refusing to write the report `{}` inside the ledger `{}`: write reports elsewhere",
+            path.display(),
+            ledger.root().display()
+        )));
+    }
+    Ok(())
+}
+
+fn parent(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes a report, replacing any file at `path` atomically: a temp file in
+/// the same directory, fsync, rename, fsync of the directory. A reader sees
+/// the old report or the new one, never half of one. A symlink at `path` is
+/// replaced, not followed.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = parent(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-report-")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::write(&dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::write(path, e))?;
+    tmp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .map_err(|e| Error::write(path, e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::write(path, e))?;
+    tmp.persist(path).map_err(|e| Error::write(path, e.error))?;
+    std::fs::File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::write(&dir, e))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    pub fn property(name: &str, outcome: Outcome, findings: Vec<Finding>) -> PropertyResult {
+        PropertyResult {
+            name: name.into(),
+            plugin: format!("builtin:{name}"),
+            plugin_sha256: "ab".repeat(32),
+            outcome,
+            findings,
+            error: (outcome == Outcome::Error).then(|| "trapped: unreachable".to_string()),
+            fuel_used: 1000,
+            stdout: String::new(),
+            stderr: String::new(),
+            inputs: BTreeMap::new(),
+            completion_ids: Vec::new(),
+        }
+    }
+
+    pub fn finding(path: &str, line: Option<u32>, message: &str) -> Finding {
+        Finding {
+            path: path.into(),
+            line,
+            message: message.into(),
+            frozen: false,
+        }
+    }
+
+    /// Untrusted text that tries to break out of every format.
+    pub const HOSTILE: &str =
+        "<script>alert(1)</script> | a \"q\" 'x' & b\n::error::forged %0A ]]> \u{1b}[2J";
+
+    /// A review, a reject with findings (one hostile), an incomplete run,
+    /// one not classified and one broken.
+    pub fn trials() -> Vec<Trial> {
+        vec![
+            Trial {
+                run_id: "good".into(),
+                status: Status::Review,
+                reasons: vec![Reason::new("properties_hold", "every property holds")],
+                properties: vec![property("tests_not_deleted", Outcome::Holds, vec![])],
+            },
+            Trial {
+                run_id: "bad".into(),
+                status: Status::Reject,
+                reasons: vec![Reason::new("property_miss", "`tests_not_deleted` missed")],
+                properties: vec![
+                    property(
+                        "tests_not_deleted",
+                        Outcome::Miss,
+                        vec![
+                            finding("tests/test_retry.py", Some(3), "test file deleted"),
+                            finding(&format!("src/{HOSTILE}.py"), Some(7), HOSTILE),
+                        ],
+                    ),
+                    property("oracle", Outcome::Error, vec![]),
+                ],
+            },
+            Trial {
+                run_id: "cut".into(),
+                status: Status::Incomplete,
+                reasons: vec![Reason::new("truncated_hunk", "the last hunk is cut")],
+                properties: vec![],
+            },
+            Trial {
+                run_id: "pending".into(),
+                status: Status::NotClassified,
+                reasons: vec![],
+                properties: vec![],
+            },
+            Trial::broken("tampered", "field `lock_sha256` names another lock".into()),
+        ]
+    }
+
+    #[test]
+    fn the_summary_counts_statuses_and_outcomes_and_ranks_by_fuel() {
+        let s = Summary::of(&trials());
+        assert_eq!(
+            s.counts,
+            Counts {
+                trials: 5,
+                review: 1,
+                incomplete: 1,
+                fixture_mismatch: 0,
+                reject: 1,
+                not_classified: 1,
+                broken: 1,
+            }
+        );
+        let tnd = &s.properties[0];
+        assert_eq!(
+            (tnd.name.as_str(), tnd.holds, tnd.miss),
+            ("tests_not_deleted", 1, 1)
+        );
+        assert_eq!(s.properties[1].error, 1);
+        let slowest: Vec<_> = s
+            .slowest
+            .iter()
+            .map(|t| (t.run_id.as_str(), t.fuel_used))
+            .collect();
+        assert_eq!(slowest, [("bad", 2000), ("good", 1000)]);
+        assert_eq!(s.slowest[0].failing, ["tests_not_deleted", "oracle"]);
+    }
+
+    #[test]
+    fn a_report_replaces_the_file_atomically_and_never_lands_in_the_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("report.xml");
+        write(&out, b"old").unwrap();
+        write(&out, b"new").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().starts_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+
+        let ledger = Ledger::new(dir.path().join("ledger"));
+        std::fs::create_dir_all(ledger.root().join("verdicts")).unwrap();
+        check_outside(&out, &ledger).unwrap();
+        for inside in [
+            "ledger/summary.md",
+            "ledger/verdicts/x.xml",
+            "ledger/../ledger/y.md",
+        ] {
+            let err = check_outside(&dir.path().join(inside), &ledger).unwrap_err();
+            assert_eq!(err.exit_code(), crate::exit::Sysexit::Usage, "{inside}");
+        }
+    }
+}
