@@ -2,7 +2,7 @@
 # First load of a Python property component (componentize-py 0.25.1,
 # about 18 MB) under the sandbox's compiler settings and the alternatives
 # (one compiler thread; Cranelift without optimisation; the single-pass
-# register allocator; Winch with WINCH=1), as ratios measured in the same
+# register allocator), as ratios measured in the same
 # run, then whether each keeps fuel metering and the epoch backstop. The
 # component and the componentize-py it needs are built under the target
 # dir (target/plugin-bench), never committed.
@@ -34,7 +34,7 @@ if [ ! -f "$out/python.wasm" ] || [ "$root/wit/property.wit" -nt "$out/python.wa
         componentize app -o "$out/python.wasm" >/dev/null)
 fi
 
-features=()
-[ "${WINCH:-0}" = 1 ] && features=(--features winch)
+# Not Winch: wasmtime 48 documents epoch interruption, the sandbox's
+# wall-clock backstop, as not compatible with it.
 cargo bench --quiet --manifest-path "$root/Cargo.toml" -p agent-ledger \
-    --bench plugin_compile "${features[@]}" -- "$out/python.wasm" "$@"
+    --bench plugin_compile -- "$out/python.wasm" "$@"

@@ -307,24 +307,19 @@ pub enum Tuning {
     SinglePass,
     /// Both of the above.
     OptNoneSinglePass,
-    /// The Winch baseline compiler (the `winch` feature).
-    #[cfg(feature = "winch")]
-    Winch,
+    // Not Winch: wasmtime 48 documents `epoch_interruption` (the wall-clock
+    // backstop every plugin runs under) as not compatible with it.
 }
 
 impl Tuning {
     pub fn all() -> Vec<Tuning> {
-        #[allow(unused_mut)]
-        let mut all = vec![
+        vec![
             Tuning::Current,
             Tuning::Serial,
             Tuning::OptNone,
             Tuning::SinglePass,
             Tuning::OptNoneSinglePass,
-        ];
-        #[cfg(feature = "winch")]
-        all.push(Tuning::Winch);
-        all
+        ]
     }
 
     fn apply(self, config: &mut wasmtime::Config) {
@@ -343,10 +338,6 @@ impl Tuning {
             Tuning::OptNoneSinglePass => {
                 config.cranelift_opt_level(OptLevel::None);
                 config.cranelift_regalloc_algorithm(RegallocAlgorithm::SinglePass);
-            }
-            #[cfg(feature = "winch")]
-            Tuning::Winch => {
-                config.strategy(wasmtime::Strategy::Winch);
             }
         }
     }
