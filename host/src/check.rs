@@ -138,6 +138,7 @@ pub fn replay(
                 transcript.loaded.record.strip,
                 test,
                 spec.ledger.root(),
+                &lock.record.roots,
             )?;
             let junit = match report {
                 Some(bytes) => Some((chain::store_junit(&spec.ledger, &spec.run, &bytes)?, bytes)),

@@ -289,3 +289,28 @@ fn a_test_replaced_by_a_symlink_to_an_empty_file_is_deleted_and_weakened() {
         "assertions fell from 5 to 0",
     );
 }
+
+// Red-team finding: an assertion moved into a string that the counter read
+// as ending early (a raw string ending in `\"`) still counted, so dropping
+// it was not a weakening. Python reads the whole line as one string.
+#[test]
+fn an_assertion_moved_into_a_raw_string_is_a_weakening() {
+    let repo = DemoRepo::new();
+    let patch = patch_of(&repo, |root| {
+        let path = root.join(PY);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let hidden = text.replace(
+            "        self.assertEqual(backoff_ms(1), 100)\n",
+            "        _ = r\"\\\" self.assertEqual(backoff_ms(1), 100) \"\n",
+        );
+        assert_ne!(hidden, text);
+        write(&path, &hidden);
+    });
+    let record = rejected(&repo, &patch);
+    assert_miss(
+        &record,
+        "assertions_not_weakened",
+        PY,
+        "assertions fell from 5 to 4",
+    );
+}

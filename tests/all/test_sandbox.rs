@@ -461,3 +461,50 @@ impl Trial {
         )
     }
 }
+
+#[test]
+fn the_test_command_cannot_rewrite_a_locked_fixture() {
+    // The lock is compared with the patched tree before the suite runs; a
+    // suite that rewrote a fixture at run time (to match a wrong fix) would
+    // be tested against bytes nobody locked.
+    let trial = Trial::new();
+    let record = contained(
+        &trial,
+        "printf '{\"forged\": true}' > tests/fixtures/backoff.json 2>/dev/null",
+    );
+    assert_eq!(record["test_run"]["exit_code"], 0, "{record:#}");
+    // Nor by removing it: the directory is read-only too.
+    contained(
+        &Trial::new(),
+        "rm -f tests/fixtures/backoff.json 2>/dev/null && ! test -e tests/fixtures/backoff.json",
+    );
+}
+
+#[test]
+fn a_non_zero_exit_with_a_green_report_is_not_review() {
+    // The report is written by the code under test; the runner's exit
+    // status is its own account. A green report from a failing run (an
+    // atexit hook forging the report, say) must not pass.
+    let trial = Trial::new();
+    let (code, stderr) = trial.check(&format!("{PASS}; exit 7"), &[]);
+    assert_eq!(code, 4, "{stderr}");
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["exit_code"], 7, "{record:#}");
+    let p = outcome(&record, "test_command");
+    assert_eq!(p["outcome"], "error", "{p:#}");
+    assert!(p["error"].as_str().unwrap().contains("exited 7"), "{p:#}");
+    // A failing report explains a non-zero status: judged by tests_pass.
+    let trial = Trial::new();
+    let (code, stderr) = trial.check(&format!("{FAIL}; exit 1"), &[]);
+    assert_eq!(code, 4, "{stderr}");
+    let record = trial.repo.properties("r");
+    assert!(
+        record["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["name"] != "test_command"),
+        "{record:#}"
+    );
+    assert_eq!(outcome(&record, "tests_pass")["outcome"], "miss");
+}

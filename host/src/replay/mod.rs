@@ -434,7 +434,7 @@ impl Session<'_, '_> {
                 (None, None) => {
                     Some("the test command wrote no report to `$AGENT_LEDGER_JUNIT`".into())
                 }
-                (None, Some(_)) => None,
+                (None, Some((_, bytes))) => failed_but_reported_green(run, bytes),
             });
         let second_spec = spec.with_report(junit, test_run);
         let second_session = Session {
@@ -499,4 +499,23 @@ fn changes_of(co: &Checkout, base: &str) -> Result<Vec<Change>> {
             old_path: c.old_path,
         })
         .collect())
+}
+
+/// A test command that exited non-zero while its report shows no failing
+/// or erroring test. The report is written by the code under test, so it
+/// can claim anything; the exit status is the runner's own account, and the
+/// two must agree (a runner fails when a test fails; a coverage gate or a
+/// crash after the report is a failure too). A report with any failure
+/// (frozen or not) explains a non-zero status and is judged by `tests_pass`.
+fn failed_but_reported_green(run: &TestRun, report: &[u8]) -> Option<String> {
+    let code = run.exit_code.filter(|&c| c != 0)?;
+    let cases = crate::junit::parse(std::path::Path::new("junit.xml"), report).ok()?;
+    let failed = cases
+        .iter()
+        .any(|c| c.status == crate::junit::Status::Failed);
+    (!failed).then(|| {
+        format!(
+            "the test command exited {code}, but its report shows no failing test: the report is not the runner's account"
+        )
+    })
 }

@@ -77,7 +77,11 @@ const STOPPED_TIMEOUT: &str = "timeout";
 const STOPPED_OUTPUT: &str = "output_cap";
 
 /// Runs `test` on `patch` applied to `base`, in a copy of its own. Returns
-/// how it ran and the report (`None` when it wrote none).
+/// how it ran and the report (`None` when it wrote none). The `fixtures`
+/// (the locked roots, repository-relative) are read-only inside the
+/// sandbox: the lock was compared with the patched tree before the command
+/// ran, so a suite that rewrote them at run time would be tested against
+/// fixtures nobody locked.
 pub fn run_tests(
     repo: &Repo,
     base: &str,
@@ -85,6 +89,7 @@ pub fn run_tests(
     strip: u32,
     test: &TestCommand,
     ledger_root: &Path,
+    fixtures: &[String],
 ) -> Result<(TestRun, Option<Vec<u8>>)> {
     let tmp = tempdir()?;
     let patch_file = tmp.path().join("patch.diff");
@@ -107,10 +112,12 @@ pub fn run_tests(
     hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
     hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
     hidden.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
+    let read_only = read_only_roots(&co.tree, fixtures)?;
     let jail = Jail {
         tree: &co.tree,
         report_dir: &report_dir,
         hidden: &hidden,
+        read_only: &read_only,
         scratch: tmp.path(),
     };
     let env = |home: &str| -> Vec<(String, String)> {
@@ -170,6 +177,32 @@ pub fn run_tests(
     Ok((run, junit))
 }
 
+/// The fixture roots present in the patched copy, as paths in it. A root
+/// that is missing (the drift check already judged that) is skipped; one
+/// that is a symlink, or resolves out of the copy, is refused (the bounds
+/// check already misses such a patch, so this is a second line).
+fn read_only_roots(tree: &Path, roots: &[String]) -> Result<Vec<PathBuf>> {
+    let canonical_tree = std::fs::canonicalize(tree).map_err(|e| Error::read(tree, e))?;
+    let mut out = Vec::new();
+    for root in roots {
+        let path = tree.join(root.trim_end_matches('/'));
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::read(&path, e)),
+            Ok(_) => {}
+        }
+        let real = std::fs::canonicalize(&path).map_err(|e| Error::read(&path, e))?;
+        let Ok(inside) = real.strip_prefix(&canonical_tree) else {
+            return Err(Error::Refused(format!(
+                "fixture root `{root}` leaves the patched tree (to `{}`): the test command does not run",
+                real.display()
+            )));
+        };
+        out.push(tree.join(inside));
+    }
+    Ok(out)
+}
+
 /// The report the command wrote: a regular file only (a symlink the
 /// command planted is never followed out of its sandbox), size-capped.
 fn read_report(report: &Path) -> Result<Option<Vec<u8>>> {
@@ -200,6 +233,8 @@ struct Jail<'a> {
     tree: &'a Path,
     report_dir: &'a Path,
     hidden: &'a [PathBuf],
+    /// Paths inside `tree` bound read-only over the writable copy.
+    read_only: &'a [PathBuf],
     /// Where the empty directories shown over hidden ones live.
     scratch: &'a Path,
 }
@@ -298,6 +333,11 @@ impl Jail<'_> {
         for rw in [self.tree, self.report_dir] {
             let rw = rw.to_string_lossy();
             c.bindmount_rw(&rw, &rw);
+        }
+        // Mounted after the tree (hakoniwa mounts in target-path order).
+        for ro in self.read_only {
+            let ro = ro.to_string_lossy();
+            c.bindmount_ro(&ro, &ro);
         }
         Ok(c)
     }
