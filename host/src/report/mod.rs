@@ -440,6 +440,7 @@ pub(crate) mod tests {
             stderr: String::new(),
             inputs: BTreeMap::new(),
             completion_ids: Vec::new(),
+            stubbed_imports: Vec::new(),
         }
     }
 
