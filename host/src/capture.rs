@@ -99,6 +99,8 @@ pub struct CaptureInput<'a> {
     pub request_id: Option<String>,
     /// The agent's tool-call trace bytes, stored beside the transcript.
     pub trace: Option<&'a [u8]>,
+    /// How the trace was authenticated (`None`: it has no begin line).
+    pub trace_auth: Option<crate::record::TraceAuth>,
     pub captured_at: String,
 }
 
@@ -205,6 +207,13 @@ fn record(
     };
     reasons.extend(judgement.reasons);
     let complete = reasons.is_empty();
+    let mut notes = judgement.notes;
+    if input.trace.is_some() && input.trace_auth.is_none() {
+        notes.push(Reason::new(
+            "unauthenticated_trace",
+            "the trace has no begin line (`trace begin`): nothing binds its lines together, so anyone who could write the file could have written any of them",
+        ));
+    }
     let receipt = TranscriptReceipt {
         schema: SCHEMA,
         record: "transcript".into(),
@@ -226,7 +235,8 @@ fn record(
         strip: judgement.strip,
         extract: input.extract.map(|e| e.as_str().into()),
         envelope: judgement.envelope,
-        notes: judgement.notes,
+        notes,
+        trace_auth: input.trace_auth,
     };
     if unwrapped_raw {
         ledger::write_new(&files.dir.join(&files.response), input.body)?;

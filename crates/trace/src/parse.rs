@@ -18,6 +18,9 @@ pub struct Span {
     pub open_line: usize,
     /// The agent the open line names (schema 2), if any.
     pub agent: Option<String>,
+    /// The open line's `ts` and `before`.
+    pub opened_at: String,
+    pub before: Option<String>,
     /// The close line; its op, path and agent are the open line's.
     pub close: Option<Line>,
 }
@@ -424,6 +427,8 @@ pub fn parse_trace(bytes: &[u8]) -> Result<Trace, ParseError> {
                     path,
                     open_line: n + 1,
                     agent: line.agent,
+                    opened_at: line.ts,
+                    before: line.before,
                     close: None,
                 });
             }
