@@ -486,12 +486,12 @@ fn exec(
     }
     let ran = ran?;
     let keys: std::collections::BTreeSet<&Vec<u8>> = before.keys().chain(after.keys()).collect();
+    // A path in one snapshot only changed too: it differed from HEAD before
+    // the command and not after, or the other way round (a clean file the
+    // command deleted or edited).
     let undeclared: Vec<String> = keys
         .into_iter()
-        .filter(|p| {
-            !declared.contains(p)
-                && before.get(*p).cloned().flatten() != after.get(*p).cloned().flatten()
-        })
+        .filter(|p| !declared.contains(p) && before.get(*p) != after.get(*p))
         .map(|p| display_path(p))
         .collect();
     let code = if !undeclared.is_empty() {
