@@ -398,9 +398,16 @@ fn run_sandboxed(
         Ok(()) => {
             // The sandbox's exec does not search PATH; the sandbox sees the
             // host's directories at their own paths, so look it up here.
-            let mut argv = argv.to_vec();
-            argv[0] = find_program(&argv[0])?;
-            jail.exec(&argv, &env, cwd.as_deref().unwrap_or(&root))
+            // The sandbox's first process is PID 1 of its namespace, which
+            // no signal from inside it kills: the command runs as a child of
+            // a shell (`; exit $?` keeps the shell from exec'ing it), so a
+            // command killed by a signal is seen as one.
+            let mut wrapped: Vec<String> = ["/bin/sh", "-c", "\"$@\"; exit $?", "sh"]
+                .map(str::to_string)
+                .to_vec();
+            wrapped.push(find_program(&argv[0])?);
+            wrapped.extend(argv[1..].iter().cloned());
+            jail.exec(&wrapped, &env, cwd.as_deref().unwrap_or(&root))
         }
         Err(why) if how.allow_unsandboxed => {
             eprintln!("warning: the traced command runs without a sandbox (--allow-unsandboxed): {why}");
