@@ -323,7 +323,11 @@ fn trace_notes(path: &std::path::Path, receipt: &TranscriptReceipt) -> Result<Ve
                 && auth.sealed == chain.end.is_some()
                 && auth.lines == chain.lines() as u64
                 && auth.verified == "hmac-sha256";
-            if agrees { Ok(Vec::new()) } else { Err(mismatch()) }
+            if agrees {
+                Ok(Vec::new())
+            } else {
+                Err(mismatch())
+            }
         }
         _ => Err(mismatch()),
     }

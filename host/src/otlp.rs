@@ -43,9 +43,8 @@ fn id(seed: &str, n: usize) -> String {
 
 /// Unix nanoseconds of an RFC 3339 time, as the string OTLP/JSON uses.
 fn nanos(trace: &Path, line: usize, ts: &str) -> Result<String> {
-    let t = crate::clock::parse_time(ts).map_err(|e| {
-        Error::data(trace, format!("line {line}: field `ts`: {e}"))
-    })?;
+    let t = crate::clock::parse_time(ts)
+        .map_err(|e| Error::data(trace, format!("line {line}: field `ts`: {e}")))?;
     Ok(t.unix_timestamp_nanos().to_string())
 }
 
@@ -63,7 +62,12 @@ pub fn document(trace: &Path, bytes: &[u8]) -> Result<Value> {
     let auth = verified.auth.as_ref();
     // A run is its run id; an unauthenticated trace is its bytes.
     let run = auth.map_or_else(
-        || format!("unauthenticated-{}", &crate::digest::sha256_hex(bytes)[..16]),
+        || {
+            format!(
+                "unauthenticated-{}",
+                &crate::digest::sha256_hex(bytes)[..16]
+            )
+        },
         |a| a.run.clone(),
     );
     let trace_id = id(&format!("agent-ledger trace {run}"), 32);
@@ -74,7 +78,10 @@ pub fn document(trace: &Path, bytes: &[u8]) -> Result<Value> {
     let mut last: Option<String> = None;
     for s in &verified.spans {
         let span = tool_span(trace, s, &trace_id, &root_id, &run)?;
-        let start = span["startTimeUnixNano"].as_str().unwrap_or("0").to_string();
+        let start = span["startTimeUnixNano"]
+            .as_str()
+            .unwrap_or("0")
+            .to_string();
         let end = span["endTimeUnixNano"].as_str().unwrap_or("0").to_string();
         let earlier = |a: &str, b: &str| a.parse::<i128>().ok() < b.parse::<i128>().ok();
         if first.as_deref().is_none_or(|f| earlier(&start, f)) {

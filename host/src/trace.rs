@@ -314,7 +314,10 @@ pub fn append(trace: &Path, line: &Line) -> Result<()> {
                 return Err(Error::Refused(format!(
                     "agent `{}` may not write `{}`: the run `{}` and its workspace belong to agent `{}`",
                     line.agent.as_deref().unwrap_or(""),
-                    line.path.clone().unwrap_or_else(|| format!("hex:{}", line.path_hex.clone().unwrap_or_default())),
+                    line.path.clone().unwrap_or_else(|| format!(
+                        "hex:{}",
+                        line.path_hex.clone().unwrap_or_default()
+                    )),
                     run.begin.run,
                     owner.as_deref().unwrap_or("")
                 )));

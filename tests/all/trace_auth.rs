@@ -144,7 +144,10 @@ fn an_honest_begun_run_reconciles_authenticated_and_ends_with_its_patch() {
     let r = Run::begin("agent-1");
     let key = std::fs::read_to_string(r.key_file()).unwrap();
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(r.key_file()).unwrap().permissions().mode();
+    let mode = std::fs::metadata(r.key_file())
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600, "the key file is 0600");
     r.write("docs/notes.md", b"# notes\n").assert_code(0);
     r.al(&["trace", "delete", "README.md"], None).assert_code(0);
@@ -297,18 +300,17 @@ fn hand_written_lines_over_a_shell_ghost_are_forged_not_reconciled() {
         None,
     );
     cap.assert_code(65);
-    assert!(
-        cap.stderr.contains("line 4: forged"),
-        "{}",
-        cap.stderr
-    );
+    assert!(cap.stderr.contains("line 4: forged"), "{}", cap.stderr);
     assert!(!r.repo.path().join(".agent-ledger/transcripts").exists());
 
     // Without the forgery the shell write is what it is: a ghost.
     r.set_lines(&honest);
     let out = r.reconcile(&["--format", "json"]);
     out.assert_code(1);
-    assert_eq!(out.json()["report"]["ghosts"], serde_json::json!(["ghost.txt"]));
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["ghost.txt"])
+    );
 }
 
 #[test]
@@ -381,7 +383,10 @@ fn a_line_from_another_run_is_forged() {
     let out = r.reconcile(&["--format", "json"]);
     out.assert_code(5);
     assert!(
-        out.json()["reason"].as_str().unwrap().contains("belongs to run"),
+        out.json()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to run"),
         "{}",
         out.stdout
     );
@@ -417,7 +422,11 @@ fn a_second_begin_line_and_lines_after_the_end_are_forged() {
     r.set_lines(&after);
     let out = r.reconcile(&[]);
     assert_forged(&out, 5);
-    assert!(out.stdout.contains("follows the end line"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("follows the end line"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -453,7 +462,10 @@ fn a_trace_without_a_begin_line_is_judged_as_before_and_says_so() {
         "{}",
         out.stdout
     );
-    let out = run(repo.path(), &["reconcile", "--trace", t, "--format", "json"]);
+    let out = run(
+        repo.path(),
+        &["reconcile", "--trace", t, "--format", "json"],
+    );
     assert_eq!(out.json()["authenticated"], serde_json::Value::Null);
     let cap = run(
         repo.path(),
@@ -505,18 +517,38 @@ fn begin_refuses_a_trace_inside_the_repository_or_an_existing_workspace() {
     let inside = repo.path().join("trace.jsonl");
     let out = run(
         repo.path(),
-        &["trace", "begin", "--agent", "a", "--trace", inside.to_str().unwrap(),
-          "--workspace", scratch.path().join("ws").to_str().unwrap()],
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            inside.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("ws").to_str().unwrap(),
+        ],
     );
     out.assert_code(64);
-    assert!(out.stderr.contains("inside the repository"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("inside the repository"),
+        "{}",
+        out.stderr
+    );
     assert!(!inside.exists());
     // A workspace inside the trace's directory would be hidden from exec.
     let trace = scratch.path().join("trace.jsonl");
     let out = run(
         repo.path(),
-        &["trace", "begin", "--agent", "a", "--trace", trace.to_str().unwrap(),
-          "--workspace", scratch.path().join("ws").to_str().unwrap()],
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("ws").to_str().unwrap(),
+        ],
     );
     out.assert_code(64);
     assert!(out.stderr.contains("hides"), "{}", out.stderr);
@@ -525,8 +557,16 @@ fn begin_refuses_a_trace_inside_the_repository_or_an_existing_workspace() {
     let trace = scratch.path().join("st/trace.jsonl");
     let out = run(
         repo.path(),
-        &["trace", "begin", "--agent", "a", "--trace", trace.to_str().unwrap(),
-          "--workspace", scratch.path().join("taken").to_str().unwrap()],
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("taken").to_str().unwrap(),
+        ],
     );
     out.assert_code(73);
     assert!(!trace.exists());
@@ -539,8 +579,18 @@ fn the_default_workspace_is_beside_the_ledger() {
     let trace = scratch.path().join("st/trace.jsonl");
     let out = run(
         repo.path(),
-        &["trace", "begin", "--agent", "a", "--run", "r-1", "--trace",
-          trace.to_str().unwrap(), "--format", "json"],
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--run",
+            "r-1",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
     );
     out.assert_code(0);
     let ws = repo.path().join(".agent-ledger-workspaces/r-1");
@@ -557,8 +607,16 @@ fn the_default_workspace_is_beside_the_ledger() {
 fn a_ghost_written_by_a_shell_inside_trace_exec_is_caught() {
     let r = Run::begin("a1");
     let out = r.al(
-        &["trace", "exec", "--writes", "out.txt", "--", "sh", "-c",
-          "echo a > out.txt; echo b > sneaky.txt; rm README.md"],
+        &[
+            "trace",
+            "exec",
+            "--writes",
+            "out.txt",
+            "--",
+            "sh",
+            "-c",
+            "echo a > out.txt; echo b > sneaky.txt; rm README.md",
+        ],
         None,
     );
     out.assert_code(1);
@@ -574,8 +632,11 @@ fn a_ghost_written_by_a_shell_inside_trace_exec_is_caught() {
         serde_json::json!(["README.md", "sneaky.txt"])
     );
     // The declared output got its span from the adapter itself.
-    assert!(r.lines().iter().any(|l| l.contains("\"path\":\"out.txt\"")
-        && l.contains("\"event\":\"close\"")));
+    assert!(
+        r.lines()
+            .iter()
+            .any(|l| l.contains("\"path\":\"out.txt\"") && l.contains("\"event\":\"close\""))
+    );
 }
 
 #[test]
@@ -621,13 +682,17 @@ fn paths_differing_only_in_case_or_normalisation_are_flagged() {
     out.assert_code(1);
     assert_eq!(
         out.json()["report"]["aliases"],
-        serde_json::json!([["cafe\u{301}.txt", "caf\u{e9}.txt"], ["Notes.md", "notes.md"]])
+        serde_json::json!([
+            ["cafe\u{301}.txt", "caf\u{e9}.txt"],
+            ["Notes.md", "notes.md"]
+        ])
     );
     let human = r.reconcile(&[]);
     assert!(
-        human.stdout.contains(
-            "aliases (one file on case- or normalisation-insensitive file systems):\n"
-        ) && human.stdout.contains("\n  Notes.md = notes.md\n"),
+        human
+            .stdout
+            .contains("aliases (one file on case- or normalisation-insensitive file systems):\n")
+            && human.stdout.contains("\n  Notes.md = notes.md\n"),
         "{}",
         human.stdout
     );
@@ -676,7 +741,14 @@ fn ignored_paths_are_ghosts_under_deny_and_not_read_under_allow() {
         }
         // trace exec sees the same delta: an undeclared ignored write.
         let out = r.al(
-            &["trace", "exec", "--", "sh", "-c", "mkdir -p build && echo x > build/o.bin"],
+            &[
+                "trace",
+                "exec",
+                "--",
+                "sh",
+                "-c",
+                "mkdir -p build && echo x > build/o.bin",
+            ],
             None,
         );
         out.assert_code(if code == 1 { 1 } else { 0 });
@@ -698,8 +770,16 @@ fn an_unknown_ignored_setting_is_refused() {
     let trace = scratch.path().join("st/trace.jsonl");
     let out = run(
         repo.path(),
-        &["trace", "begin", "--agent", "a", "--trace", trace.to_str().unwrap(),
-          "--workspace", scratch.path().join("ws").to_str().unwrap()],
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("ws").to_str().unwrap(),
+        ],
     );
     out.assert_code(65);
     assert!(out.stderr.contains("sometimes"), "{}", out.stderr);
@@ -710,7 +790,10 @@ fn an_unknown_ignored_setting_is_refused() {
 fn a_second_agent_cannot_write_in_a_run_and_two_agents_in_a_trace_are_refused() {
     let r = Run::begin("a1");
     r.write("mine.txt", b"1\n").assert_code(0);
-    let out = r.al(&["trace", "write", "--agent", "a2", "theirs.txt"], Some(b"2\n"));
+    let out = r.al(
+        &["trace", "write", "--agent", "a2", "theirs.txt"],
+        Some(b"2\n"),
+    );
     out.assert_code(65);
     assert!(
         out.stderr.contains("agent `a2` may not write `theirs.txt`")
@@ -728,12 +811,29 @@ fn a_second_agent_cannot_write_in_a_run_and_two_agents_in_a_trace_are_refused() 
     for (agent, path) in [("a1", "x.txt"), ("a2", "y.txt"), ("a1", "z.txt")] {
         run_with_stdin(
             repo.path(),
-            &["trace", "write", path, "--agent", agent, "--trace", t.to_str().unwrap()],
+            &[
+                "trace",
+                "write",
+                path,
+                "--agent",
+                agent,
+                "--trace",
+                t.to_str().unwrap(),
+            ],
             Some(b"v\n"),
         )
         .assert_code(0);
     }
-    let out = run(repo.path(), &["reconcile", "--trace", t.to_str().unwrap(), "--format", "json"]);
+    let out = run(
+        repo.path(),
+        &[
+            "reconcile",
+            "--trace",
+            t.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
     out.assert_code(1);
     assert_eq!(
         out.json()["report"]["agents"],
@@ -784,7 +884,15 @@ fn span_bijection_holds_on_a_begun_run_and_names_an_unauthenticated_one() {
     let capture = |run_id: &str, trace: &Path| {
         run_cmd(
             command(r.repo.path()),
-            &["capture", "--run", run_id, "--body", "-", "--trace", trace.to_str().unwrap()],
+            &[
+                "capture",
+                "--run",
+                run_id,
+                "--body",
+                "-",
+                "--trace",
+                trace.to_str().unwrap(),
+            ],
             Some(end.stdout.as_bytes()),
         )
         .assert_code(0);
@@ -855,13 +963,19 @@ fn export_writes_the_run_as_otlp_json() {
     let r = Run::begin("agent-7");
     r.write("a.txt", b"one\n").assert_code(0);
     r.al(&["trace", "delete", "README.md"], None).assert_code(0);
-    r.al(&["trace", "exec", "--writes", "b.txt", "--", "sh", "-c", "exit 3"], None)
-        .assert_code(6);
+    r.al(
+        &[
+            "trace", "exec", "--writes", "b.txt", "--", "sh", "-c", "exit 3",
+        ],
+        None,
+    )
+    .assert_code(6);
     let out_file = r.trace.with_file_name("otlp.json");
     let o = out_file.to_str().unwrap();
     r.al(&["trace", "export", "--otlp", o], None).assert_code(0);
     // Never overwritten.
-    r.al(&["trace", "export", "--otlp", o], None).assert_code(73);
+    r.al(&["trace", "export", "--otlp", o], None)
+        .assert_code(73);
     let text = std::fs::read_to_string(&out_file).unwrap();
     let request: ExportTraceServiceRequest =
         serde_json::from_str(&text).expect("OTLP/JSON the protobuf types parse");
@@ -921,7 +1035,12 @@ fn export_writes_the_run_as_otlp_json() {
         Some(Any::StringValue(sha256(b"one\n")))
     );
     assert!(
-        spans[3].status.as_ref().unwrap().message.contains("status 3"),
+        spans[3]
+            .status
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("status 3"),
         "{:?}",
         spans[3].status
     );

@@ -150,7 +150,10 @@ pub enum Malformed {
     /// A line without `run`, `prev` or `mac` in an authenticated trace.
     Unsigned,
     /// A line of another run.
-    OtherRun { found: String, run: String },
+    OtherRun {
+        found: String,
+        run: String,
+    },
     /// `prev` is not the sha256 of the line before.
     Chain,
     /// A line after the end line (its number).
@@ -158,7 +161,10 @@ pub enum Malformed {
     /// An empty line inside an authenticated trace.
     EmptyLine,
     /// An end line whose `lines` is not the number of lines before it.
-    EndCount { said: u64, actual: usize },
+    EndCount {
+        said: u64,
+        actual: usize,
+    },
     /// The line's MAC does not verify under the run's key.
     Mac,
 }
@@ -267,13 +273,9 @@ fn parse_line(raw: &[u8]) -> Result<Parsed, Malformed> {
         Some("begin" | "end")
     );
     let parsed = if seal {
-        Parsed::Seal(
-            serde_json::from_value(value).map_err(|e| Malformed::NotALine(e.to_string()))?,
-        )
+        Parsed::Seal(serde_json::from_value(value).map_err(|e| Malformed::NotALine(e.to_string()))?)
     } else {
-        Parsed::Span(
-            serde_json::from_value(value).map_err(|e| Malformed::NotALine(e.to_string()))?,
-        )
+        Parsed::Span(serde_json::from_value(value).map_err(|e| Malformed::NotALine(e.to_string()))?)
     };
     Ok(parsed)
 }
@@ -334,7 +336,13 @@ pub fn parse_trace(bytes: &[u8]) -> Result<Trace, ParseError> {
             Parsed::Span(l) => (l.schema, &l.run, &l.prev, &l.mac, l.mac_input()),
             Parsed::Seal(s) => {
                 check_seal(s).map_err(bad)?;
-                (s.schema, &Some(s.run.clone()), &s.prev, &s.mac, s.mac_input())
+                (
+                    s.schema,
+                    &Some(s.run.clone()),
+                    &s.prev,
+                    &s.mac,
+                    s.mac_input(),
+                )
             }
         };
         if !SCHEMAS_READ.contains(&schema) {

@@ -554,9 +554,13 @@ fn chained(key: &str, run: &str, lines: &[Value]) -> Vec<Vec<u8>> {
             obj.entry("run").or_insert(json!(run));
         }
         let input = if obj.contains_key("span") {
-            serde_json::from_value::<Line>(l.clone()).unwrap().mac_input()
+            serde_json::from_value::<Line>(l.clone())
+                .unwrap()
+                .mac_input()
         } else {
-            serde_json::from_value::<Seal>(l.clone()).unwrap().mac_input()
+            serde_json::from_value::<Seal>(l.clone())
+                .unwrap()
+                .mac_input()
         };
         l["mac"] = json!(fake_mac(key, &input));
         out.push(serde_json::to_vec(&l).unwrap());
@@ -708,13 +712,7 @@ fn nothing_follows_the_end_line_and_its_count_must_hold() {
     short.extend(span("1", "write", "a", Some(A)));
     short.push(end_line("r1", 2));
     let e = chain_error(&chained("k", "r1", &short));
-    assert_eq!(
-        e.reason,
-        Malformed::EndCount {
-            said: 2,
-            actual: 3
-        }
-    );
+    assert_eq!(e.reason, Malformed::EndCount { said: 2, actual: 3 });
 }
 
 #[test]

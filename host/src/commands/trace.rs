@@ -393,7 +393,9 @@ fn run_sandboxed(
         ("HOME".to_string(), SANDBOX_HOME.to_string()),
     ];
     env.extend(std::env::var("LANG").ok().map(|l| ("LANG".to_string(), l)));
-    let cwd = std::env::current_dir().ok().filter(|d| d.starts_with(&root));
+    let cwd = std::env::current_dir()
+        .ok()
+        .filter(|d| d.starts_with(&root));
     match jail.probe() {
         Ok(()) => {
             // The sandbox's exec does not search PATH; the sandbox sees the
@@ -410,7 +412,9 @@ fn run_sandboxed(
             jail.exec(&wrapped, &env, cwd.as_deref().unwrap_or(&root))
         }
         Err(why) if how.allow_unsandboxed => {
-            eprintln!("warning: the traced command runs without a sandbox (--allow-unsandboxed): {why}");
+            eprintln!(
+                "warning: the traced command runs without a sandbox (--allow-unsandboxed): {why}"
+            );
             let status = std::process::Command::new(&argv[0])
                 .args(&argv[1..])
                 .current_dir(&root)
@@ -593,9 +597,8 @@ fn begin(
     )?;
     let git = resolved.repo()?;
     let base = git.resolve_commit(rev)?;
-    let workspace = absolute(
-        &workspace.unwrap_or_else(|| default_workspace(resolved.ledger.root(), &run)),
-    )?;
+    let workspace =
+        absolute(&workspace.unwrap_or_else(|| default_workspace(resolved.ledger.root(), &run)))?;
     let trace_abs = absolute(trace_file)?;
     let key_file = trace::key_path(&trace_abs);
     let trace_dir = trace_abs.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -812,5 +815,12 @@ fn workspace_patch(
     }
     let add: Vec<&str> = add.iter().map(String::as_str).collect();
     run(&add)?;
-    run(&["diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base])
+    run(&[
+        "diff",
+        "--cached",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        base,
+    ])
 }

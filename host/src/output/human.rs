@@ -145,9 +145,7 @@ pub fn reconcile(r: &Report, result: &str, trust: &str) -> String {
         }
     }
     if !r.aliases.is_empty() {
-        text.push_str(
-            "aliases (one file on case- or normalisation-insensitive file systems):\n",
-        );
+        text.push_str("aliases (one file on case- or normalisation-insensitive file systems):\n");
         for group in &r.aliases {
             let shown: Vec<String> = group.iter().map(|p| inert(p).into_owned()).collect();
             text.push_str(&format!("  {}\n", shown.join(" = ")));
