@@ -21,12 +21,35 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Paths that differ from HEAD in the working tree or index; with
-/// `ignored`, every git-ignored file too.
-pub fn changed_paths(repo: &Path, ignored: bool) -> Result<BTreeSet<Vec<u8>>> {
+/// `ignored`, every git-ignored file too. With `base` (a begun run), the
+/// index is a private one read from `base`, so nothing the agent did to the
+/// workspace's own index (staged changes, `assume-unchanged` or
+/// `skip-worktree` bits) hides a change.
+pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<BTreeSet<Vec<u8>>> {
     // The hermetic git of `git`: no global config, excludes file, fsmonitor
     // or hook of the agent's choosing takes part in judging its tree.
-    let out = crate::git::Repo::open(repo)?
-        .command()
+    let git = crate::git::Repo::open(repo)?;
+    let scratch;
+    let mut cmd = git.command();
+    if let Some(base) = base {
+        scratch = crate::replay::tempdir()?;
+        let index = scratch.path().join("index");
+        let out = git
+            .command()
+            .env("GIT_INDEX_FILE", &index)
+            .args(["read-tree", base])
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git read-tree: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::Missing(format!(
+                "`{}`: git read-tree {base} failed: {}",
+                repo.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        cmd.env("GIT_INDEX_FILE", index);
+    }
+    let out = cmd
         .args([
             "-c",
             "core.quotePath=false",
@@ -176,19 +199,21 @@ impl Report {
 
 /// Judges spans against the working tree. `exclude` are paths never counted
 /// as changed (the trace file itself, the ledger); `ignored`: git-ignored
-/// files are part of the delta (`[trace] ignored = "deny"`).
+/// files are part of the delta (`[trace] ignored = "deny"`); `base`: the
+/// revision a begun run started at (see [`changed_paths`]).
 pub fn reconcile(
     repo: &Path,
     spans: &[Span],
     exclude: &[Vec<u8>],
     ignored: bool,
+    base: Option<&str>,
 ) -> Result<Report> {
     let excluded = |p: &[u8]| {
         exclude
             .iter()
             .any(|e| p == e.as_slice() || (p.starts_with(e) && p.get(e.len()) == Some(&b'/')))
     };
-    let delta: BTreeSet<Vec<u8>> = changed_paths(repo, ignored)?
+    let delta: BTreeSet<Vec<u8>> = changed_paths(repo, ignored, base)?
         .into_iter()
         .filter(|p| !excluded(p))
         .collect();

@@ -266,6 +266,7 @@ pub fn end(trace: &Path) -> Result<usize> {
             key_sha256: None,
             workspace: None,
             base: None,
+            git_dir: None,
             lines: Some(lines.len() as u64),
             prev: Some(line_sha256(last)),
             ts: crate::clock::timestamp(),
@@ -352,6 +353,8 @@ pub struct Authenticated {
     pub key_sha256: String,
     pub workspace: String,
     pub base: String,
+    /// The workspace's git directory when the run began.
+    pub git_dir: String,
     /// Whether an end line seals the trace (`trace end`).
     pub sealed: bool,
     /// Lines in the trace, begin and end lines included.
@@ -461,10 +464,50 @@ pub fn verify(
             key_sha256: key.sha256(),
             workspace: begin.workspace.clone().unwrap_or_default(),
             base: begin.base.clone().unwrap_or_default(),
+            git_dir: begin.git_dir.clone().unwrap_or_default(),
             sealed: chain.end.is_some(),
             lines: chain.lines(),
         }),
     }))
+}
+
+/// Refuses to judge a begun run anywhere but in its own workspace, through
+/// the git directory it began with, at the revision it began at: a
+/// workspace whose `.git` was rewritten to point at another git directory,
+/// or whose HEAD was moved to a commit holding the agent's changes, would
+/// show a clean tree.
+pub fn check_workspace(
+    root: &Path,
+    workspace: &str,
+    git_dir: &str,
+    base: &str,
+) -> Result<crate::git::Repo> {
+    let repo = crate::git::Repo::open(root)?;
+    let same = |a: &Path, b: &str| {
+        a.canonicalize()
+            .ok()
+            .zip(Path::new(b).canonicalize().ok())
+            .is_some_and(|(a, b)| a == b)
+    };
+    if !same(&repo.root, workspace) {
+        return Err(Error::Usage(format!(
+            "the trace's run works in `{workspace}`, not in `{}`",
+            repo.root.display()
+        )));
+    }
+    if !same(repo.git_dir(), git_dir) {
+        return Err(Error::Refused(format!(
+            "the workspace `{workspace}` now takes its git directory from `{}`, but the run began with `{git_dir}`: its `.git` was replaced",
+            repo.git_dir().display()
+        )));
+    }
+    let head = repo.resolve_commit("HEAD")?;
+    if head != base {
+        return Err(Error::Refused(format!(
+            "the workspace `{workspace}` is at {head}, but the run began at {base}: HEAD was moved behind the adapter"
+        )));
+    }
+    Ok(repo)
 }
 
 /// A repository-relative path (see `agent_ledger_trace::check_relative`),

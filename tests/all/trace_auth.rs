@@ -1053,3 +1053,54 @@ fn export_writes_the_run_as_otlp_json() {
     out.assert_code(65);
     assert!(out.stderr.contains("does not verify"), "{}", out.stderr);
 }
+
+// ---- the workspace's own git state is not the judge ----------------------
+
+#[test]
+fn a_ghost_hidden_by_the_workspaces_index_or_head_is_still_caught() {
+    // assume-unchanged on a file the shell rewrote: git status would say
+    // clean; the judge reads a private index made from the base.
+    let r = Run::begin("a1");
+    r.write("ok.txt", b"ok\n").assert_code(0);
+    r.shell_write("README.md", "rewritten behind the adapter\n");
+    git(
+        &r.workspace,
+        &["update-index", "--assume-unchanged", "README.md"],
+    );
+    assert!(
+        !git(&r.workspace, &["status", "--porcelain"]).contains("README.md"),
+        "git itself is fooled"
+    );
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["README.md"])
+    );
+
+    // The change committed: HEAD is no longer the run's base.
+    let r = Run::begin("a1");
+    r.shell_write("ghost.txt", "g\n");
+    git(&r.workspace, &["add", "ghost.txt"]);
+    git(&r.workspace, &["commit", "-qm", "hide"]);
+    let out = r.reconcile(&[]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("HEAD was moved"), "{}", out.stderr);
+    r.al(&["trace", "end"], None).assert_code(65);
+    let w = r.write("x.txt", b"x\n");
+    w.assert_code(65);
+    assert!(!r.workspace.join("x.txt").exists());
+
+    // `.git` pointed at another git directory.
+    let r = Run::begin("a1");
+    r.shell_write("ghost.txt", "g\n");
+    let other = r.repo.path().join(".git");
+    std::fs::write(
+        r.workspace.join(".git"),
+        format!("gitdir: {}\n", other.display()),
+    )
+    .unwrap();
+    let out = r.reconcile(&[]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("`.git` was replaced"), "{}", out.stderr);
+}

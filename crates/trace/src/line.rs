@@ -2,7 +2,7 @@
 //! schema 2 added, are still read):
 //!
 //! ```json
-//! {"schema":2,"event":"begin","run":"…","agent":"a1","key_sha256":"…","workspace":"/abs/ws","base":"<commit>","prev":null,"ts":"…","mac":"<hmac>"}
+//! {"schema":2,"event":"begin","run":"…","agent":"a1","key_sha256":"…","workspace":"/abs/ws","base":"<commit>","git_dir":"/abs/repo/.git/worktrees/ws","prev":null,"ts":"…","mac":"<hmac>"}
 //! {"schema":2,"span":"…","event":"open","op":"write","path":"src/a.rs","before":"<sha256>|null","after":null,"status":"open","error":null,"ts":"2026-11-30T10:00:00.123456789Z","agent":"a1","run":"…","prev":"<sha256 of the line before>","mac":"<hmac>"}
 //! {"schema":2,"span":"…","event":"close","op":"write","path":"src/a.rs","before":"…","after":"<sha256>","status":"closed","error":null,"ts":"…","agent":"a1","run":"…","prev":"…","mac":"…"}
 //! {"schema":2,"event":"end","run":"…","lines":3,"prev":"…","ts":"…","mac":"…"}
@@ -208,6 +208,11 @@ pub struct Seal {
     /// Begin: the commit the workspace was made at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+    /// Begin: the absolute path of the workspace's git directory (outside
+    /// the workspace): reconcile refuses a workspace whose `.git` now
+    /// points elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_dir: Option<String>,
     /// End: how many lines come before this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<u64>,

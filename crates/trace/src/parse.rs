@@ -291,6 +291,7 @@ fn check_seal(seal: &Seal) -> Result<(), Malformed> {
         ("key_sha256", seal.key_sha256.is_some(), begin),
         ("workspace", seal.workspace.is_some(), begin),
         ("base", seal.base.is_some(), begin),
+        ("git_dir", seal.git_dir.is_some(), begin),
         ("lines", seal.lines.is_some(), !begin),
         ("prev", seal.prev.is_some(), !begin),
         ("mac", seal.mac.is_some(), true),

@@ -529,7 +529,7 @@ fn fake_mac(key: &str, input: &[u8]) -> String {
 
 fn begin(run: &str) -> Value {
     json!({"schema": 2, "event": "begin", "run": run, "agent": "a1",
-           "key_sha256": A, "workspace": "/ws", "base": B, "prev": null,
+           "key_sha256": A, "workspace": "/ws", "base": B, "git_dir": "/r/.git/worktrees/ws", "prev": null,
            "ts": "2026-11-30T10:00:00Z"})
 }
 

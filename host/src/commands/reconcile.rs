@@ -90,11 +90,15 @@ pub fn judge_trace(
         .filter_map(|p| relative_to(root, p))
         .map(|p| p.as_os_str().as_bytes().to_vec())
         .collect();
+    if let Some(a) = &verified.auth {
+        crate::trace::check_workspace(root, &a.workspace, &a.git_dir, &a.base)?;
+    }
     let report = reconcile(
         root,
         &verified.spans,
         &exclude,
         ignored == IgnoredPolicy::Deny,
+        verified.auth.as_ref().map(|a| a.base.as_str()),
     )?;
     let (code, result) = if !report.open.is_empty() {
         (ExitCode::OpenSpans, "open_spans")

@@ -133,10 +133,16 @@ pub enum TraceCommand {
 /// The directory the paths of a call are relative to: the workspace of a
 /// begun run (a `--repo` naming another is refused), else `--repo` or `.`.
 fn root_of(at: &Where) -> Result<PathBuf> {
+    Ok(workspace_of(at)?.0)
+}
+
+/// [`root_of`], and the base revision of a begun run (its workspace checked
+/// with `trace::check_workspace`).
+fn workspace_of(at: &Where) -> Result<(PathBuf, Option<String>)> {
     let Some(run) = trace::run_of(&at.trace)? else {
-        return Ok(at.repo.clone().unwrap_or_else(|| PathBuf::from(".")));
+        return Ok((at.repo.clone().unwrap_or_else(|| PathBuf::from(".")), None));
     };
-    let ws = PathBuf::from(run.begin.workspace.unwrap_or_default());
+    let ws = PathBuf::from(run.begin.workspace.clone().unwrap_or_default());
     if let Some(repo) = &at.repo {
         let same = match (repo.canonicalize(), ws.canonicalize()) {
             (Ok(a), Ok(b)) => a == b,
@@ -151,7 +157,14 @@ fn root_of(at: &Where) -> Result<PathBuf> {
             )));
         }
     }
-    Ok(ws)
+    let base = run.begin.base.clone().unwrap_or_default();
+    trace::check_workspace(
+        &ws,
+        run.begin.workspace.as_deref().unwrap_or_default(),
+        run.begin.git_dir.as_deref().unwrap_or_default(),
+        &base,
+    )?;
+    Ok((ws, Some(base)))
 }
 
 /// The `[trace] ignored` setting of the repository at `root`, read from its
@@ -321,8 +334,9 @@ fn snapshot(
     also: &[Vec<u8>],
     skip: &[Vec<u8>],
     ignored: bool,
+    base: Option<&str>,
 ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
-    let mut paths = changed_paths(repo, ignored)?;
+    let mut paths = changed_paths(repo, ignored, base)?;
     paths.extend(also.iter().cloned());
     let mut snap = BTreeMap::new();
     for p in paths {
@@ -462,7 +476,7 @@ fn exec(
             })
         })
         .collect::<Result<Vec<String>>>()?;
-    let root = root_of(at)?;
+    let (root, base) = workspace_of(at)?;
     let declared = writes
         .iter()
         .map(|w| checked_path(&root, w))
@@ -473,13 +487,13 @@ fn exec(
         .filter_map(|p| crate::paths::relative_to(&root, p))
         .map(|p| p.as_os_str().as_bytes().to_vec())
         .collect();
-    let before = snapshot(&root, &declared, &skip, ignored)?;
+    let before = snapshot(&root, &declared, &skip, ignored, base.as_deref())?;
     let mut spans = Vec::new();
     for p in &declared {
         spans.push(open(at, Op::Write, p, before.get(p).cloned().flatten())?);
     }
     let ran = run_sandboxed(&root, &at.trace, &argv, how);
-    let after = snapshot(&root, &declared, &skip, ignored)?;
+    let after = snapshot(&root, &declared, &skip, ignored, base.as_deref())?;
     let failure = match &ran {
         Ok(Ok(0)) => None,
         Ok(Ok(code)) => Some(format!("command exited with status {code}")),
@@ -651,6 +665,10 @@ fn begin(
     let workspace = workspace
         .canonicalize()
         .map_err(|e| Error::read(&workspace, e))?;
+    let git_dir = crate::git::Repo::open(&workspace)?
+        .git_dir()
+        .canonicalize()
+        .map_err(|e| Error::read(&workspace, e))?;
     std::fs::create_dir_all(&trace_dir).map_err(|e| Error::write(&trace_dir, e))?;
     let key = trace::Key::generate()?;
     key.create(&key_file)?;
@@ -662,6 +680,7 @@ fn begin(
         key_sha256: Some(key.sha256()),
         workspace: Some(workspace.to_string_lossy().into_owned()),
         base: Some(base.clone()),
+        git_dir: Some(git_dir.to_string_lossy().into_owned()),
         lines: None,
         prev: None,
         ts: crate::clock::timestamp(),
