@@ -1104,3 +1104,45 @@ fn a_ghost_hidden_by_the_workspaces_index_or_head_is_still_caught() {
     out.assert_code(65);
     assert!(out.stderr.contains("`.git` was replaced"), "{}", out.stderr);
 }
+
+#[test]
+fn a_receipt_whose_trace_auth_disagrees_with_its_trace_is_refused() {
+    let r = Run::begin("a1");
+    r.write("notes.md", b"n\n").assert_code(0);
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(0);
+    run_cmd(
+        command(r.repo.path()),
+        &[
+            "capture",
+            "--run",
+            "t",
+            "--body",
+            "-",
+            "--trace",
+            r.trace.to_str().unwrap(),
+        ],
+        Some(end.stdout.as_bytes()),
+    )
+    .assert_code(0);
+    let receipt = r.repo.path().join(".agent-ledger/transcripts/t.json");
+    let text = std::fs::read_to_string(&receipt).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Another key's digest, and then no trace_auth at all (as if the
+    // trace had been captured unauthenticated).
+    v["trace_auth"]["key_sha256"] = "ab".repeat(32).into();
+    std::fs::write(&receipt, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let out = r.repo.check("t", &[]);
+    out.assert_code(65);
+    assert!(
+        out.stderr
+            .contains("field `trace_auth` does not follow from the stored trace"),
+        "{}",
+        out.stderr
+    );
+    v.as_object_mut().unwrap().remove("trace_auth");
+    std::fs::write(&receipt, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let out = r.repo.check("t", &[]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("trace_auth"), "{}", out.stderr);
+}
