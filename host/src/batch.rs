@@ -238,6 +238,7 @@ fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
             prompt: &prompt,
             extract: l.extract.as_deref().and_then(Extract::parse),
             trace: None,
+            trace_auth: None,
             captured_at: crate::clock::format_time(crate::clock::now()),
         },
     )?;
@@ -526,6 +527,7 @@ fn one(
                 declared_bytes: None,
                 request_id: None,
                 trace: None,
+                trace_auth: None,
                 captured_at: match &l.captured_at {
                     Some(t) => crate::clock::format_time(
                         crate::clock::parse_time(t)

@@ -99,6 +99,8 @@ pub struct CaptureInput<'a> {
     pub request_id: Option<String>,
     /// The agent's tool-call trace bytes, stored beside the transcript.
     pub trace: Option<&'a [u8]>,
+    /// How the trace was authenticated (`None`: it has no begin line).
+    pub trace_auth: Option<crate::record::TraceAuth>,
     pub captured_at: String,
 }
 
@@ -205,6 +207,10 @@ fn record(
     };
     reasons.extend(judgement.reasons);
     let complete = reasons.is_empty();
+    let mut notes = judgement.notes;
+    if input.trace.is_some() && input.trace_auth.is_none() {
+        notes.push(unauthenticated_trace());
+    }
     let receipt = TranscriptReceipt {
         schema: SCHEMA,
         record: "transcript".into(),
@@ -226,7 +232,8 @@ fn record(
         strip: judgement.strip,
         extract: input.extract.map(|e| e.as_str().into()),
         envelope: judgement.envelope,
-        notes: judgement.notes,
+        notes,
+        trace_auth: input.trace_auth,
     };
     if unwrapped_raw {
         ledger::write_new(&files.dir.join(&files.response), input.body)?;
@@ -278,6 +285,54 @@ pub fn read_stored(record_path: &std::path::Path, stored: &StoredFile) -> Result
     Ok(bytes)
 }
 
+/// The note of a receipt whose trace has no begin line.
+fn unauthenticated_trace() -> Reason {
+    Reason::new(
+        "unauthenticated_trace",
+        "the trace has no begin line (`trace begin`): nothing binds its lines together, so anyone who could write the file could have written any of them",
+    )
+}
+
+/// The notes a receipt's stored trace calls for, checking its `trace_auth`
+/// against the trace's begin and end lines (the MACs were checked with the
+/// key at capture; the key is not here to check them again).
+fn trace_notes(path: &std::path::Path, receipt: &TranscriptReceipt) -> Result<Vec<Reason>> {
+    let mismatch = || {
+        Error::data(
+            path,
+            "field `trace_auth` does not follow from the stored trace",
+        )
+    };
+    let Some(trace) = &receipt.trace else {
+        return match receipt.trace_auth {
+            Some(_) => Err(mismatch()),
+            None => Ok(Vec::new()),
+        };
+    };
+    let bytes = read_stored(path, trace)?;
+    let parsed = agent_ledger_trace::parse_trace(&bytes)
+        .map_err(|e| Error::data(path, format!("the stored trace does not parse: {e}")))?;
+    match (&parsed.chain, &receipt.trace_auth) {
+        (None, None) => Ok(vec![unauthenticated_trace()]),
+        (Some(chain), Some(auth)) => {
+            let begin = &chain.begin;
+            let agrees = auth.run == begin.run
+                && Some(&auth.agent) == begin.agent.as_ref()
+                && Some(&auth.key_sha256) == begin.key_sha256.as_ref()
+                && Some(&auth.base) == begin.base.as_ref()
+                && auth.sealed == chain.end.is_some()
+                && auth.lines == chain.lines() as u64
+                && auth.verified == "hmac-sha256";
+            if agrees {
+                Ok(Vec::new())
+            } else {
+                Err(mismatch())
+            }
+        }
+        _ => Err(mismatch()),
+    }
+}
+
 /// Re-reads a receipt's stored files and re-judges them: a receipt whose
 /// judgement does not follow from its bytes is refused.
 pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Result<Vec<u8>> {
@@ -299,9 +354,7 @@ pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Res
         None => patch.clone(),
         Some(r) => read_stored(path, r)?,
     };
-    if let Some(trace) = &receipt.trace {
-        read_stored(path, trace)?;
-    }
+    let trace_notes = trace_notes(path, receipt)?;
     let exchange_reasons = live::check_exchange(path, receipt)?;
     let judgement = judge(format, &response, receipt.declared_bytes, extract);
     if judgement.patch != patch {
@@ -317,9 +370,12 @@ pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Res
             "field `response` does not fit fields `format` and `body`",
         ));
     }
+    // Receipts written before the trace note carry none.
+    let mut noted = judgement.notes.clone();
+    noted.extend(trace_notes);
     if judgement.strip != receipt.strip
         || judgement.envelope != receipt.envelope
-        || judgement.notes != receipt.notes
+        || (judgement.notes != receipt.notes && noted != receipt.notes)
     {
         return Err(Error::data(
             path,

@@ -31,6 +31,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     #[serde(default)]
     pub capture: CaptureConfig,
+    #[serde(default)]
+    pub trace: TraceConfig,
     #[serde(default, rename = "property")]
     pub properties: Vec<PropertyConfig>,
 }
@@ -118,6 +120,26 @@ pub struct LimitsConfig {
     pub fuel: Option<u64>,
     pub memory_mb: Option<u64>,
     pub timeout_ms: Option<u64>,
+}
+
+/// How `reconcile`, `trace exec` and `trace end` read the working tree.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// `deny` (the default): a change to a git-ignored path is part of the
+    /// delta like any other, so an untraced one is a ghost; `allow`:
+    /// git-ignored paths are not read.
+    #[serde(default)]
+    pub ignored: IgnoredPolicy,
+}
+
+/// Whether changes to git-ignored paths count (`[trace] ignored`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IgnoredPolicy {
+    #[default]
+    Deny,
+    Allow,
 }
 
 /// Defaults for a live capture (`capture --prompt-file`); each key has the
@@ -256,6 +278,7 @@ impl Config {
             flakes: Flakes::default(),
             limits: LimitsConfig::default(),
             capture: CaptureConfig::default(),
+            trace: TraceConfig::default(),
             properties: Vec::new(),
         }
     }

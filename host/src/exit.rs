@@ -33,6 +33,10 @@ pub enum ExitCode {
     Reject,
     /// 5: `verify`: a run (or the archive) does not verify.
     VerifyFailed,
+    /// 5: `reconcile`, `trace end`: the trace was begun with a key and a
+    /// line of it does not verify (forged, edited, removed, reordered, or
+    /// from another run).
+    TraceForged,
     /// 6: `trace exec`: the traced command itself failed (a non-zero exit or
     /// a signal). Never the command's own status: a child exiting 4 must not
     /// read as `reject`.
@@ -68,7 +72,7 @@ impl ExitCode {
             ExitCode::Incomplete | ExitCode::OpenSpans => 2,
             ExitCode::FixtureMismatch | ExitCode::NoMutation => 3,
             ExitCode::Reject => 4,
-            ExitCode::VerifyFailed => 5,
+            ExitCode::VerifyFailed | ExitCode::TraceForged => 5,
             ExitCode::CommandFailed => 6,
             ExitCode::Sysexit(s) => s.code(),
         }
@@ -171,6 +175,7 @@ mod tests {
             ExitCode::NoMutation,
             ExitCode::Reject,
             ExitCode::VerifyFailed,
+            ExitCode::TraceForged,
             ExitCode::CommandFailed,
         ];
         for s in [

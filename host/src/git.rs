@@ -127,6 +127,11 @@ fn run(cmd: &mut Command, what: &str) -> Result<Output> {
 }
 
 impl Repo {
+    /// The repository's git directory (absolute).
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
     pub fn open(root: &Path) -> Result<Repo> {
         let out = command()
             .arg("-C")

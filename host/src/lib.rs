@@ -26,6 +26,7 @@ pub mod ledger;
 pub mod lock;
 pub mod merge;
 pub mod netns;
+pub mod otlp;
 pub mod output;
 pub mod paths;
 pub mod provider;

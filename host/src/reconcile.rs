@@ -5,9 +5,11 @@
 //! this module reads the delta and the files and reports for people.
 //!
 //! The delta is what `git status --porcelain=v2 -z -uall` reports: staged and
-//! unstaged changes against HEAD, untracked files included, ignored files
-//! outside the ledger, a rename as its old path deleted plus its new path
-//! added, unmerged paths as changed. Paths are compared as raw bytes.
+//! unstaged changes against HEAD, untracked files included, a rename as its
+//! old path deleted plus its new path added, unmerged paths as changed; and,
+//! under `[trace] ignored = "deny"` (the default), every git-ignored file
+//! too (`--ignored`), so a change git was told to overlook is still a ghost.
+//! Paths are compared as raw bytes.
 
 use crate::digest::sha256_file;
 use crate::exit::{Error, Result};
@@ -18,12 +20,36 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// Paths that differ from HEAD in the working tree or index.
-pub fn changed_paths(repo: &Path) -> Result<BTreeSet<Vec<u8>>> {
+/// Paths that differ from HEAD in the working tree or index; with
+/// `ignored`, every git-ignored file too. With `base` (a begun run), the
+/// index is a private one read from `base`, so nothing the agent did to the
+/// workspace's own index (staged changes, `assume-unchanged` or
+/// `skip-worktree` bits) hides a change.
+pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<BTreeSet<Vec<u8>>> {
     // The hermetic git of `git`: no global config, excludes file, fsmonitor
     // or hook of the agent's choosing takes part in judging its tree.
-    let out = crate::git::Repo::open(repo)?
-        .command()
+    let git = crate::git::Repo::open(repo)?;
+    let scratch;
+    let mut cmd = git.command();
+    if let Some(base) = base {
+        scratch = crate::replay::tempdir()?;
+        let index = scratch.path().join("index");
+        let out = git
+            .command()
+            .env("GIT_INDEX_FILE", &index)
+            .args(["read-tree", base])
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git read-tree: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::Missing(format!(
+                "`{}`: git read-tree {base} failed: {}",
+                repo.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        cmd.env("GIT_INDEX_FILE", index);
+    }
+    let out = cmd
         .args([
             "-c",
             "core.quotePath=false",
@@ -32,6 +58,7 @@ pub fn changed_paths(repo: &Path) -> Result<BTreeSet<Vec<u8>>> {
             "-z",
             "-uall",
         ])
+        .args(ignored.then_some("--ignored"))
         .output()
         .map_err(|e| Error::Internal(format!("cannot run git status: {e}")))?;
     if !out.status.success() {
@@ -41,12 +68,22 @@ pub fn changed_paths(repo: &Path) -> Result<BTreeSet<Vec<u8>>> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    parse_status(&out.stdout)
+    parse_records(&out.stdout, ignored)
         .map_err(|e| Error::Internal(format!("unexpected git status output: {e}")))
 }
 
-/// Parses `git status --porcelain=v2 -z` records.
+/// Parses `git status --porcelain=v2 -z` records; ignored ones (`!`) are
+/// skipped.
 pub fn parse_status(bytes: &[u8]) -> std::result::Result<BTreeSet<Vec<u8>>, String> {
+    parse_records(bytes, false)
+}
+
+/// Parses `git status --porcelain=v2 -z` records, ignored ones (`!`)
+/// included when `ignored`.
+pub fn parse_records(
+    bytes: &[u8],
+    ignored: bool,
+) -> std::result::Result<BTreeSet<Vec<u8>>, String> {
     let mut paths = BTreeSet::new();
     let mut fields = bytes.split(|&b| b == 0);
     while let Some(rec) = fields.next() {
@@ -72,6 +109,9 @@ pub fn parse_status(bytes: &[u8]) -> std::result::Result<BTreeSet<Vec<u8>>, Stri
                 paths.insert(after_spaces(10)?);
             }
             b'?' => {
+                paths.insert(after_spaces(1)?);
+            }
+            b'!' if ignored => {
                 paths.insert(after_spaces(1)?);
             }
             b'!' | b'#' => {}
@@ -132,17 +172,48 @@ pub struct Report {
     pub mutating_spans: usize,
     /// Paths in the delta.
     pub changed: usize,
+    /// Groups of paths (in the trace or the delta) that differ only in case
+    /// or Unicode normalisation: one file on macOS and Windows.
+    pub aliases: Vec<Vec<String>>,
+    /// When write/delete spans name more than one agent: each agent (null:
+    /// a span naming none) and the paths its spans wrote.
+    pub agents: Vec<AgentPaths>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AgentPaths {
+    pub agent: Option<String>,
+    pub paths: Vec<String>,
+}
+
+impl Report {
+    /// Whether the tree and the trace disagree (exit 1).
+    pub fn mismatch(&self) -> bool {
+        !self.ghosts.is_empty()
+            || !self.phantoms.is_empty()
+            || !self.hash_misses.is_empty()
+            || !self.aliases.is_empty()
+            || !self.agents.is_empty()
+    }
 }
 
 /// Judges spans against the working tree. `exclude` are paths never counted
-/// as changed (the trace file itself, the ledger).
-pub fn reconcile(repo: &Path, spans: &[Span], exclude: &[Vec<u8>]) -> Result<Report> {
+/// as changed (the trace file itself, the ledger); `ignored`: git-ignored
+/// files are part of the delta (`[trace] ignored = "deny"`); `base`: the
+/// revision a begun run started at (see [`changed_paths`]).
+pub fn reconcile(
+    repo: &Path,
+    spans: &[Span],
+    exclude: &[Vec<u8>],
+    ignored: bool,
+    base: Option<&str>,
+) -> Result<Report> {
     let excluded = |p: &[u8]| {
         exclude
             .iter()
             .any(|e| p == e.as_slice() || (p.starts_with(e) && p.get(e.len()) == Some(&b'/')))
     };
-    let delta: BTreeSet<Vec<u8>> = changed_paths(repo)?
+    let delta: BTreeSet<Vec<u8>> = changed_paths(repo, ignored, base)?
         .into_iter()
         .filter(|p| !excluded(p))
         .collect();
@@ -181,6 +252,19 @@ pub fn reconcile(repo: &Path, spans: &[Span], exclude: &[Vec<u8>]) -> Result<Rep
         hash_misses: misses.into_iter().flatten().collect(),
         mutating_spans: judged.mutating_spans,
         changed: judged.changed,
+        aliases: judged
+            .aliases
+            .iter()
+            .map(|g| g.iter().map(|p| display_path(p)).collect())
+            .collect(),
+        agents: judged
+            .agents
+            .iter()
+            .map(|(agent, paths)| AgentPaths {
+                agent: agent.map(str::to_string),
+                paths: paths.iter().map(|p| display_path(p)).collect(),
+            })
+            .collect(),
     })
 }
 
@@ -229,6 +313,9 @@ mod tests {
     fn status_records() {
         let raw = b"1 .M N... 100644 100644 100644 aaaa bbbb src/a b.rs\x002 R. N... 100644 100644 100644 aaaa aaaa R100 new name\x00old name\x00? un\ttracked\x00u UU N... 100644 100644 100644 100644 a b c conflict.txt\x00! ignored\x00";
         let paths = parse_status(raw).unwrap();
+        let with_ignored = parse_records(raw, true).unwrap();
+        assert!(with_ignored.contains(&b"ignored"[..]));
+        assert_eq!(with_ignored.len(), paths.len() + 1);
         let want: BTreeSet<Vec<u8>> = [
             &b"src/a b.rs"[..],
             b"new name",

@@ -76,6 +76,13 @@ pub struct TranscriptReceipt {
     /// The agent's tool-call trace (`ID.trace.jsonl`), when one was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<StoredFile>,
+    /// How the trace was authenticated at capture, when it was begun with a
+    /// key (`trace begin`): every line's chain link and MAC verified with
+    /// the run's key, whose sha256 (never the key) is recorded. Absent for
+    /// a trace without a begin line, which the `unauthenticated_trace` note
+    /// then names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_auth: Option<TraceAuth>,
     /// When the capture was recorded, RFC 3339 UTC.
     pub captured_at: String,
     /// The model the server said produced the response (`model` in the
@@ -120,6 +127,26 @@ pub struct TranscriptReceipt {
     /// hunk's counts, which git ignores). Empty is omitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Reason>,
+}
+
+/// The authentication of a captured trace (`capture --trace`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceAuth {
+    /// The run id of the trace's begin line.
+    pub run: String,
+    /// The agent the run belongs to.
+    pub agent: String,
+    /// sha256 of the run's key.
+    pub key_sha256: String,
+    /// The commit the run's workspace was made at.
+    pub base: String,
+    /// Whether an end line (`trace end`) seals the trace.
+    pub sealed: bool,
+    /// Lines in the trace, begin and end lines included.
+    pub lines: u64,
+    /// Always `hmac-sha256`: every line's MAC verified under the key.
+    pub verified: String,
 }
 
 fn default_strip() -> u32 {

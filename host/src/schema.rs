@@ -1,5 +1,5 @@
 //! The JSON schemas of every file agent-ledger writes or reads as data
-//! (the four records, the trace line, the flake-freeze file, the archive
+//! (the four records, the trace's span and seal lines, the flake-freeze file, the archive
 //! manifest, the configuration, key files, signature envelopes and the
 //! `report --format json` summary), generated from the Rust types with
 //! schemars (JSON Schema 2020-12, the shape readers accept).
@@ -22,6 +22,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("properties", of::<crate::record::PropertyRecord>()),
         ("verdict", of::<crate::record::VerdictRecord>()),
         ("trace-line", of::<agent_ledger_trace::Line>()),
+        ("trace-seal", of::<agent_ledger_trace::Seal>()),
         ("flakes", of::<crate::freeze::FreezeFile>()),
         ("archive-manifest", of::<crate::archive::Manifest>()),
         ("config", of::<crate::config::Config>()),

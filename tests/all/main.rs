@@ -28,5 +28,6 @@ mod shapes;
 mod snapshots;
 mod support;
 mod test_sandbox;
+mod trace_auth;
 mod verify;
 mod zero_tokens;

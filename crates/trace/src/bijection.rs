@@ -15,6 +15,7 @@
 use crate::line::{Op, Status};
 use crate::parse::Span;
 use std::collections::{BTreeMap, BTreeSet};
+use unicode_normalization::UnicodeNormalization;
 
 /// What the spans and the delta say before any file is read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,43 @@ pub struct Judgement<'a> {
     pub mutating_spans: usize,
     /// Paths in the delta.
     pub changed: usize,
+    /// Groups of two or more paths (from the spans and the delta, sorted)
+    /// that differ only in case or Unicode normalisation: one file on
+    /// macOS and Windows, so which of them the agent wrote is ambiguous.
+    pub aliases: Vec<Vec<&'a [u8]>>,
+    /// When the closed write/delete spans name more than one agent (a span
+    /// without an agent counts as the agent `None`): each agent and the
+    /// paths its spans wrote, sorted. Empty when one agent wrote them all.
+    pub agents: Vec<(Option<&'a str>, Vec<&'a [u8]>)>,
+}
+
+/// The form two paths share when they are one file on a case-insensitive,
+/// normalisation-insensitive file system: NFD, lower case, NFC (bytes that
+/// are not UTF-8: ASCII lower case only).
+pub fn fold(path: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(path) {
+        Ok(s) => s
+            .nfd()
+            .collect::<String>()
+            .to_lowercase()
+            .nfc()
+            .collect::<String>()
+            .into_bytes(),
+        Err(_) => path.to_ascii_lowercase(),
+    }
+}
+
+/// Groups of distinct paths that [`fold`] to one.
+fn aliases<'a>(paths: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<&'a [u8]>> {
+    let mut by_fold: BTreeMap<Vec<u8>, BTreeSet<&'a [u8]>> = BTreeMap::new();
+    for p in paths {
+        by_fold.entry(fold(p)).or_default().insert(p);
+    }
+    by_fold
+        .into_values()
+        .filter(|g| g.len() > 1)
+        .map(|g| g.into_iter().collect())
+        .collect()
 }
 
 /// A changed path, the span that owns it and what it must hold.
@@ -73,11 +111,16 @@ pub fn judge<'a>(spans: &'a [Span], delta: &'a BTreeSet<Vec<u8>>) -> Judgement<'
     let mut open = Vec::new();
     let mut mutating_spans = 0;
     let mut owner: BTreeMap<&[u8], &Span> = BTreeMap::new();
+    let mut by_agent: BTreeMap<Option<&str>, BTreeSet<&[u8]>> = BTreeMap::new();
     for span in spans {
         match &span.close {
             None => open.push(span),
             Some(close) if close.status == Status::Closed && span.op.mutates() => {
                 owner.insert(&span.path, span);
+                by_agent
+                    .entry(span.agent.as_deref())
+                    .or_default()
+                    .insert(&span.path);
                 mutating_spans += 1;
             }
             Some(_) => {}
@@ -105,6 +148,20 @@ pub fn judge<'a>(spans: &'a [Span], delta: &'a BTreeSet<Vec<u8>>) -> Judgement<'
             expected,
         });
     }
+    let agents = if by_agent.len() > 1 {
+        by_agent
+            .into_iter()
+            .map(|(a, paths)| (a, paths.into_iter().collect()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let aliases = aliases(
+        spans
+            .iter()
+            .map(|s| s.path.as_slice())
+            .chain(delta.iter().map(Vec::as_slice)),
+    );
     Judgement {
         open,
         ghosts,
@@ -112,5 +169,7 @@ pub fn judge<'a>(spans: &'a [Span], delta: &'a BTreeSet<Vec<u8>>) -> Judgement<'
         owned,
         mutating_spans,
         changed: delta.len(),
+        aliases,
+        agents,
     }
 }

@@ -4,11 +4,14 @@
 //!
 //! - [`Line`] is one JSONL line of the trace (schema [`SCHEMA`]): a span
 //!   opens with one line and closes with another, appended, never rewritten.
-//! - [`parse`] turns a whole trace into [`Span`]s, or a [`ParseError`] that
-//!   names the 1-based line; nothing is guessed.
+//! - [`parse_trace`] turns a whole trace into [`Span`]s and, for a trace
+//!   begun with a key, its checked hash [`Chain`] (whose MACs the holder of
+//!   the key checks), or a [`ParseError`] that names the 1-based line;
+//!   nothing is guessed. [`parse`] is its spans.
 //! - [`judge`] compares the spans with the delta (the set of changed paths as
-//!   raw bytes): open spans, ghosts, phantoms, and the owned paths whose bytes
-//!   the caller hashes and hands to [`Owned::check`] for hash misses.
+//!   raw bytes): open spans, ghosts, phantoms, case/normalisation aliases,
+//!   spans of more than one agent, and the owned paths whose bytes the
+//!   caller hashes and hands to [`Owned::check`] for hash misses.
 //!
 //! No I/O and no clock: the host and the guest read the trace, the delta and
 //! the files their own way, and build for their own target (the guest for
@@ -18,9 +21,12 @@ mod bijection;
 mod line;
 mod parse;
 
-pub use bijection::{HashMiss, Judgement, Owned, judge};
-pub use line::{Event, Line, Op, SCHEMA, Status};
-pub use parse::{Malformed, ParseError, PathError, Span, check_relative, parse};
+pub use bijection::{HashMiss, Judgement, Owned, fold, judge};
+pub use line::{Event, Line, MAC_DOMAIN, Op, SCHEMA, SCHEMAS_READ, Seal, SealEvent, Status};
+pub use parse::{
+    Chain, Malformed, ParseError, PathError, Signed, Span, Trace, check_relative, line_sha256,
+    parse, parse_trace,
+};
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,8 @@
 //! 1-based number: nothing is guessed, skipped or repaired, because every
 //! leniency here is a way to dress an untraced change as a traced one.
 
-use crate::line::{Event, Line, Op, SCHEMA, Status};
+use crate::line::{Event, Line, Op, SCHEMA, SCHEMAS_READ, Seal, SealEvent, Status};
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -15,8 +16,74 @@ pub struct Span {
     pub path: Vec<u8>,
     /// 1-based number of the open line.
     pub open_line: usize,
-    /// The close line; its op and path are the open line's.
+    /// The agent the open line names (schema 2), if any.
+    pub agent: Option<String>,
+    /// The open line's `ts` and `before`.
+    pub opened_at: String,
+    pub before: Option<String>,
+    /// The close line; its op, path and agent are the open line's.
     pub close: Option<Line>,
+}
+
+/// A whole trace: its spans and, when line 1 is a begin line, its chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trace {
+    pub spans: Vec<Span>,
+    /// `None`: no begin line, so nothing binds the lines together (an
+    /// unauthenticated trace, judged as schema 1 traces always were).
+    pub chain: Option<Chain>,
+}
+
+/// The chain of an authenticated trace, already checked: every line names
+/// the begin line's run, carries a MAC, and its `prev` is the sha256 of the
+/// line before it. The MACs are for the caller to check with the key
+/// ([`Chain::check_macs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    pub begin: Seal,
+    /// 1-based number of the end line; `None` while the run is not sealed.
+    pub end: Option<usize>,
+    /// Every line: its number, what its MAC covers, and the MAC (hex).
+    pub signed: Vec<Signed>,
+    /// sha256 (hex) of the last line: the `prev` of the next one.
+    pub last: String,
+}
+
+/// One line of an authenticated trace, for its MAC check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    /// 1-based line number.
+    pub line: usize,
+    /// The bytes the MAC covers.
+    pub input: Vec<u8>,
+    /// The MAC the line carries (hex).
+    pub mac: String,
+}
+
+impl Chain {
+    /// Checks every line's MAC with `verify(input, mac_hex)`; the first line
+    /// whose MAC does not verify is a [`Malformed::Mac`] error naming it.
+    pub fn check_macs(&self, verify: impl Fn(&[u8], &str) -> bool) -> Result<(), ParseError> {
+        for s in &self.signed {
+            if !verify(&s.input, &s.mac) {
+                return Err(ParseError {
+                    line: s.line,
+                    reason: Malformed::Mac,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of lines, the end line included.
+    pub fn lines(&self) -> usize {
+        self.signed.len()
+    }
+}
+
+/// sha256 (hex) of a line's bytes: what the next line's `prev` names.
+pub fn line_sha256(raw: &[u8]) -> String {
+    hex::encode(Sha256::digest(raw))
 }
 
 /// Why a trace does not parse: the line and what is wrong with it.
@@ -27,6 +94,25 @@ pub struct ParseError {
     pub reason: Malformed,
 }
 
+impl ParseError {
+    /// Whether the line breaks the authentication of the trace (a forged,
+    /// edited, removed, reordered or foreign line) rather than its shape.
+    pub fn is_forgery(&self) -> bool {
+        matches!(
+            self.reason,
+            Malformed::BeginNotFirst
+                | Malformed::NoBegin
+                | Malformed::Unsigned
+                | Malformed::OtherRun { .. }
+                | Malformed::Chain
+                | Malformed::AfterEnd(_)
+                | Malformed::EmptyLine
+                | Malformed::EndCount { .. }
+                | Malformed::Mac
+        )
+    }
+}
+
 /// What is wrong with a trace line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Malformed {
@@ -34,6 +120,8 @@ pub enum Malformed {
     NotALine(String),
     /// A schema this build does not read.
     Schema(u32),
+    /// A schema 1 line with a field schema 2 added.
+    NotInSchema1(&'static str),
     /// Both or neither of `path` and `path_hex`.
     PathFields,
     /// `path_hex` is not hex.
@@ -49,8 +137,36 @@ pub enum Malformed {
     ClosedTwice(String),
     /// A close line whose status is `open`.
     CloseStatus,
-    /// A close line whose op or path differs from its open line's.
+    /// A close line whose op, path or agent differs from its open line's.
     CloseMismatch(String),
+    /// A begin or end line without a field it needs, or with one it must
+    /// not have.
+    SealField(&'static str),
+    /// A begin line that is not line 1.
+    BeginNotFirst,
+    /// A line with `run`, `prev` or `mac`, or an end line, in a trace with
+    /// no begin line.
+    NoBegin,
+    /// A line without `run`, `prev` or `mac` in an authenticated trace.
+    Unsigned,
+    /// A line of another run.
+    OtherRun {
+        found: String,
+        run: String,
+    },
+    /// `prev` is not the sha256 of the line before.
+    Chain,
+    /// A line after the end line (its number).
+    AfterEnd(usize),
+    /// An empty line inside an authenticated trace.
+    EmptyLine,
+    /// An end line whose `lines` is not the number of lines before it.
+    EndCount {
+        said: u64,
+        actual: usize,
+    },
+    /// The line's MAC does not verify under the run's key.
+    Mac,
 }
 
 impl fmt::Display for ParseError {
@@ -65,8 +181,11 @@ impl fmt::Display for Malformed {
             Malformed::NotALine(e) => write!(f, "not a trace line: {e}"),
             Malformed::Schema(s) => write!(
                 f,
-                "field `schema` is {s}; this build reads trace schema {SCHEMA}"
+                "field `schema` is {s}; this build reads trace schemas 1 and {SCHEMA}"
             ),
+            Malformed::NotInSchema1(field) => {
+                write!(f, "field `{field}` is not in trace schema 1")
+            }
             Malformed::PathFields => f.write_str("needs exactly one of `path` and `path_hex`"),
             Malformed::PathHex => f.write_str("field `path_hex` is not hex"),
             Malformed::Path(e) => e.fmt(f),
@@ -79,7 +198,39 @@ impl fmt::Display for Malformed {
             }
             Malformed::CloseMismatch(id) => write!(
                 f,
-                "span `{id}` closes with another op or path than it opened with"
+                "span `{id}` closes with another op, path or agent than it opened with"
+            ),
+            Malformed::SealField(field) => write!(
+                f,
+                "field `{field}` is missing or does not belong on this begin or end line"
+            ),
+            Malformed::BeginNotFirst => f.write_str(
+                "forged: a begin line that is not line 1 (a second run begun inside this one)",
+            ),
+            Malformed::NoBegin => f.write_str(
+                "forged: a line of an authenticated trace (with `run`, `prev` or `mac`, or an end line) in a trace whose line 1 is not a begin line: its begin line was removed, or the line comes from another run",
+            ),
+            Malformed::Unsigned => f.write_str(
+                "forged: the trace was begun with a key but this line has no `run`, `prev` or `mac`: it was not written by the adapter",
+            ),
+            Malformed::OtherRun { found, run } => write!(
+                f,
+                "forged: the line belongs to run `{found}`, not to this trace's run `{run}`"
+            ),
+            Malformed::Chain => f.write_str(
+                "forged: field `prev` is not the sha256 of the line before it: a line was removed, reordered, inserted or edited",
+            ),
+            Malformed::AfterEnd(n) => write!(
+                f,
+                "forged: the line follows the end line (line {n}) that sealed the run"
+            ),
+            Malformed::EmptyLine => f.write_str("forged: an empty line inside an authenticated trace"),
+            Malformed::EndCount { said, actual } => write!(
+                f,
+                "forged: the end line says {said} line(s) came before it, there are {actual}"
+            ),
+            Malformed::Mac => f.write_str(
+                "forged: its MAC does not verify under this run's key (the line was written or edited by hand, or comes from another run)",
             ),
         }
     }
@@ -87,23 +238,183 @@ impl fmt::Display for Malformed {
 
 impl std::error::Error for ParseError {}
 
-/// Parses a whole trace (JSONL; empty lines are skipped) into its spans, in
-/// the order they opened.
+/// Parses a whole trace into its spans, in the order they opened (see
+/// [`parse_trace`]).
 pub fn parse(bytes: &[u8]) -> Result<Vec<Span>, ParseError> {
+    parse_trace(bytes).map(|t| t.spans)
+}
+
+/// The fields schema 2 added to a span line, for a schema 1 line.
+fn schema2_field(line: &Line) -> Option<&'static str> {
+    if line.agent.is_some() {
+        Some("agent")
+    } else if line.run.is_some() {
+        Some("run")
+    } else if line.prev.is_some() {
+        Some("prev")
+    } else if line.mac.is_some() {
+        Some("mac")
+    } else {
+        None
+    }
+}
+
+/// One parsed line.
+enum Parsed {
+    Span(Line),
+    Seal(Seal),
+}
+
+fn parse_line(raw: &[u8]) -> Result<Parsed, Malformed> {
+    let value: serde_json::Value =
+        serde_json::from_slice(raw).map_err(|e| Malformed::NotALine(e.to_string()))?;
+    let seal = matches!(
+        value.get("event").and_then(|e| e.as_str()),
+        Some("begin" | "end")
+    );
+    let parsed = if seal {
+        Parsed::Seal(serde_json::from_value(value).map_err(|e| Malformed::NotALine(e.to_string()))?)
+    } else {
+        Parsed::Span(serde_json::from_value(value).map_err(|e| Malformed::NotALine(e.to_string()))?)
+    };
+    Ok(parsed)
+}
+
+/// Checks a begin or end line's own fields.
+fn check_seal(seal: &Seal) -> Result<(), Malformed> {
+    if seal.schema != SCHEMA {
+        return Err(Malformed::Schema(seal.schema));
+    }
+    let begin = seal.event == SealEvent::Begin;
+    for (field, present, wanted) in [
+        ("agent", seal.agent.is_some(), begin),
+        ("key_sha256", seal.key_sha256.is_some(), begin),
+        ("workspace", seal.workspace.is_some(), begin),
+        ("base", seal.base.is_some(), begin),
+        ("git_dir", seal.git_dir.is_some(), begin),
+        ("lines", seal.lines.is_some(), !begin),
+        ("prev", seal.prev.is_some(), !begin),
+        ("mac", seal.mac.is_some(), true),
+    ] {
+        if present != wanted {
+            return Err(Malformed::SealField(field));
+        }
+    }
+    Ok(())
+}
+
+/// Parses a whole trace (JSONL). In a trace without a begin line, empty
+/// lines are skipped; in an authenticated one (line 1 is a begin line) every
+/// line must chain to the one before it (see [`Chain`]).
+pub fn parse_trace(bytes: &[u8]) -> Result<Trace, ParseError> {
     let mut spans: Vec<Span> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for (n, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-        if raw.is_empty() {
-            continue;
-        }
+    let mut chain: Option<Chain> = None;
+    let mut raw_lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    // The newline that ends the last line leaves an empty last piece.
+    if raw_lines.last().is_some_and(|l| l.is_empty()) {
+        raw_lines.pop();
+    }
+    for (n, raw) in raw_lines.into_iter().enumerate() {
         let bad = |reason| ParseError {
             line: n + 1,
             reason,
         };
-        let line: Line =
-            serde_json::from_slice(raw).map_err(|e| bad(Malformed::NotALine(e.to_string())))?;
-        if line.schema != SCHEMA {
-            return Err(bad(Malformed::Schema(line.schema)));
+        if let Some(c) = &chain
+            && let Some(end) = c.end
+        {
+            return Err(bad(Malformed::AfterEnd(end)));
+        }
+        if raw.is_empty() {
+            if chain.is_some() {
+                return Err(bad(Malformed::EmptyLine));
+            }
+            continue;
+        }
+        let parsed = parse_line(raw).map_err(bad)?;
+        // The chain: line 1 a begin line, every other line bound to it.
+        let (schema, run, prev, mac, input) = match &parsed {
+            Parsed::Span(l) => (l.schema, &l.run, &l.prev, &l.mac, l.mac_input()),
+            Parsed::Seal(s) => {
+                check_seal(s).map_err(bad)?;
+                (
+                    s.schema,
+                    &Some(s.run.clone()),
+                    &s.prev,
+                    &s.mac,
+                    s.mac_input(),
+                )
+            }
+        };
+        if !SCHEMAS_READ.contains(&schema) {
+            return Err(bad(Malformed::Schema(schema)));
+        }
+        match (&parsed, &mut chain) {
+            (Parsed::Seal(s), None) if s.event == SealEvent::Begin => {
+                if n != 0 {
+                    return Err(bad(Malformed::BeginNotFirst));
+                }
+                chain = Some(Chain {
+                    begin: s.clone(),
+                    end: None,
+                    signed: Vec::new(),
+                    last: String::new(),
+                });
+            }
+            (Parsed::Seal(s), Some(_)) if s.event == SealEvent::Begin => {
+                return Err(bad(Malformed::BeginNotFirst));
+            }
+            (Parsed::Seal(_), None) => return Err(bad(Malformed::NoBegin)),
+            (Parsed::Span(_), None) => {
+                if run.is_some() || prev.is_some() || mac.is_some() {
+                    return Err(bad(Malformed::NoBegin));
+                }
+            }
+            (_, Some(c)) => {
+                let (Some(run), Some(prev), Some(_)) = (run, prev, mac) else {
+                    return Err(bad(Malformed::Unsigned));
+                };
+                if *run != c.begin.run {
+                    return Err(bad(Malformed::OtherRun {
+                        found: run.clone(),
+                        run: c.begin.run.clone(),
+                    }));
+                }
+                if *prev != c.last {
+                    return Err(bad(Malformed::Chain));
+                }
+            }
+        }
+        if let Some(c) = &mut chain {
+            if schema != SCHEMA {
+                return Err(bad(Malformed::Unsigned));
+            }
+            c.signed.push(Signed {
+                line: n + 1,
+                input,
+                mac: mac.clone().unwrap_or_default(),
+            });
+            c.last = line_sha256(raw);
+        }
+        let line = match parsed {
+            Parsed::Seal(s) => {
+                if s.event == SealEvent::End
+                    && let Some(c) = &mut chain
+                {
+                    let said = s.lines.unwrap_or_default();
+                    if said != n as u64 {
+                        return Err(bad(Malformed::EndCount { said, actual: n }));
+                    }
+                    c.end = Some(n + 1);
+                }
+                continue;
+            }
+            Parsed::Span(line) => line,
+        };
+        if line.schema == 1
+            && let Some(field) = schema2_field(&line)
+        {
+            return Err(bad(Malformed::NotInSchema1(field)));
         }
         let path = match (&line.path, &line.path_hex) {
             (Some(p), None) => p.as_bytes().to_vec(),
@@ -124,6 +435,9 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Span>, ParseError> {
                     op: line.op,
                     path,
                     open_line: n + 1,
+                    agent: line.agent,
+                    opened_at: line.ts,
+                    before: line.before,
                     close: None,
                 });
             }
@@ -138,14 +452,14 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Span>, ParseError> {
                 if line.status == Status::Open {
                     return Err(bad(Malformed::CloseStatus));
                 }
-                if span.op != line.op || span.path != path {
+                if span.op != line.op || span.path != path || span.agent != line.agent {
                     return Err(bad(Malformed::CloseMismatch(line.span)));
                 }
                 span.close = Some(line);
             }
         }
     }
-    Ok(spans)
+    Ok(Trace { spans, chain })
 }
 
 /// Why a path is not repository-relative; each names the path as shown

@@ -133,12 +133,12 @@ fn a_whitespace_only_line_is_malformed() {
 #[test]
 fn another_schema_is_refused() {
     let mut l = open("1", "write", "a");
-    l["schema"] = json!(2);
+    l["schema"] = json!(3);
     let e = parse_error(&[l]);
-    assert_eq!(e.reason, Malformed::Schema(2));
+    assert_eq!(e.reason, Malformed::Schema(3));
     assert_eq!(
         e.to_string(),
-        "line 1: field `schema` is 2; this build reads trace schema 1"
+        "line 1: field `schema` is 3; this build reads trace schemas 1 and 2"
     );
 }
 
@@ -515,4 +515,295 @@ fn a_hand_written_trace_cannot_own_an_untraced_change() {
             "{what}: accepted with findings {f:?}"
         );
     }
+}
+
+// ---- authenticated traces ---------------------------------------------------
+
+/// A fake MAC for these tests (the crate has no HMAC; the host's is tested
+/// end to end): sha256 of the key and the input.
+fn fake_mac(key: &str, input: &[u8]) -> String {
+    let mut bytes = key.as_bytes().to_vec();
+    bytes.extend_from_slice(input);
+    line_sha256(&bytes)
+}
+
+fn begin(run: &str) -> Value {
+    json!({"schema": 2, "event": "begin", "run": run, "agent": "a1",
+           "key_sha256": A, "workspace": "/ws", "base": B, "git_dir": "/r/.git/worktrees/ws", "prev": null,
+           "ts": "2026-11-30T10:00:00Z"})
+}
+
+fn end_line(run: &str, lines: u64) -> Value {
+    json!({"schema": 2, "event": "end", "run": run, "lines": lines,
+           "ts": "2026-11-30T10:00:00Z"})
+}
+
+/// Signs and chains `lines` the way the adapter writes them: span lines get
+/// schema 2, the run id, `prev` and a MAC under `key`.
+fn chained(key: &str, run: &str, lines: &[Value]) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for l in lines {
+        let mut l = l.clone();
+        let obj = l.as_object_mut().unwrap();
+        if obj.get("event") != Some(&json!("begin")) {
+            obj.insert("prev".into(), json!(line_sha256(out.last().unwrap())));
+        }
+        if obj.contains_key("span") {
+            obj.insert("schema".into(), json!(2));
+            obj.insert("agent".into(), json!("a1"));
+            obj.entry("run").or_insert(json!(run));
+        }
+        let input = if obj.contains_key("span") {
+            serde_json::from_value::<Line>(l.clone())
+                .unwrap()
+                .mac_input()
+        } else {
+            serde_json::from_value::<Seal>(l.clone())
+                .unwrap()
+                .mac_input()
+        };
+        l["mac"] = json!(fake_mac(key, &input));
+        out.push(serde_json::to_vec(&l).unwrap());
+    }
+    out
+}
+
+fn joined(lines: &[Vec<u8>]) -> Vec<u8> {
+    let mut t = Vec::new();
+    for l in lines {
+        t.extend_from_slice(l);
+        t.push(b'\n');
+    }
+    t
+}
+
+fn honest_run() -> Vec<Vec<u8>> {
+    let mut lines = vec![begin("r1")];
+    lines.extend(span("1", "write", "a", Some(A)));
+    lines.extend(span("2", "delete", "b", None));
+    lines.push(end_line("r1", 5));
+    chained("k", "r1", &lines)
+}
+
+fn chain_error(lines: &[Vec<u8>]) -> ParseError {
+    parse_trace(&joined(lines)).expect_err("a broken chain")
+}
+
+#[test]
+fn an_honest_authenticated_trace_parses_with_its_chain() {
+    let t = parse_trace(&joined(&honest_run())).unwrap();
+    assert_eq!(t.spans.len(), 2);
+    assert_eq!(t.spans[0].agent.as_deref(), Some("a1"));
+    let chain = t.chain.unwrap();
+    assert_eq!(chain.begin.run, "r1");
+    assert_eq!(chain.end, Some(6));
+    assert_eq!(chain.lines(), 6);
+    chain
+        .check_macs(|input, mac| fake_mac("k", input) == mac)
+        .unwrap();
+    let e = chain
+        .check_macs(|input, mac| fake_mac("other key", input) == mac)
+        .unwrap_err();
+    assert_eq!((e.line, e.reason.clone()), (1, Malformed::Mac));
+    assert!(e.is_forgery());
+}
+
+#[test]
+fn an_appended_hand_written_line_is_unsigned() {
+    let mut lines = honest_run();
+    lines.pop();
+    lines.push(serde_json::to_vec(&open("9", "write", "ghost")).unwrap());
+    let e = chain_error(&lines);
+    assert_eq!((e.line, e.reason.clone()), (6, Malformed::Unsigned));
+    assert!(e.to_string().starts_with("line 6: forged: "), "{e}");
+}
+
+#[test]
+fn a_removed_or_reordered_line_breaks_the_chain() {
+    let mut removed = honest_run();
+    removed.remove(2);
+    let e = chain_error(&removed);
+    assert_eq!((e.line, e.reason.clone()), (3, Malformed::Chain));
+    let mut swapped = honest_run();
+    swapped.swap(3, 4);
+    assert_eq!(chain_error(&swapped).reason, Malformed::Chain);
+}
+
+#[test]
+fn an_edited_line_breaks_the_next_link_or_its_own_mac() {
+    let mut lines = honest_run();
+    let edited = String::from_utf8(lines[2].clone()).unwrap().replace(A, B);
+    lines[2] = edited.into_bytes();
+    let e = chain_error(&lines);
+    assert_eq!((e.line, e.reason.clone()), (4, Malformed::Chain));
+    // The last line edited: the chain holds, its MAC does not.
+    let mut lines = honest_run();
+    lines.pop();
+    let last = lines.len() - 1;
+    lines[last] = String::from_utf8(lines[last].clone())
+        .unwrap()
+        .replace("10:00:00Z", "09:00:00Z")
+        .into_bytes();
+    let chain = parse_trace(&joined(&lines)).unwrap().chain.unwrap();
+    let e = chain
+        .check_macs(|input, mac| fake_mac("k", input) == mac)
+        .unwrap_err();
+    assert_eq!((e.line, e.reason), (5, Malformed::Mac));
+}
+
+#[test]
+fn a_line_from_another_run_is_refused() {
+    let mut lines = honest_run();
+    lines.pop();
+    let other = chained("k2", "r2", &[begin("r2"), open("7", "write", "x")]);
+    let mut foreign: Value = serde_json::from_slice(&other[1]).unwrap();
+    foreign["prev"] = json!(line_sha256(lines.last().unwrap()));
+    lines.push(serde_json::to_vec(&foreign).unwrap());
+    let e = chain_error(&lines);
+    assert_eq!(
+        e.reason,
+        Malformed::OtherRun {
+            found: "r2".into(),
+            run: "r1".into()
+        }
+    );
+    // Relabelled with this run's id, the chain holds but the MAC is the
+    // other run's.
+    let n = lines.len() - 1;
+    let mut relabelled: Value = serde_json::from_slice(&lines[n]).unwrap();
+    relabelled["run"] = json!("r1");
+    lines[n] = serde_json::to_vec(&relabelled).unwrap();
+    let chain = parse_trace(&joined(&lines)).unwrap().chain.unwrap();
+    let e = chain
+        .check_macs(|input, mac| fake_mac("k", input) == mac)
+        .unwrap_err();
+    assert_eq!((e.line, e.reason), (6, Malformed::Mac));
+}
+
+#[test]
+fn a_begin_line_anywhere_but_line_1_is_refused() {
+    let mut lines = honest_run();
+    lines.pop();
+    let second = chained("k", "r1", &[begin("r1")]);
+    lines.push(second[0].clone());
+    assert_eq!(chain_error(&lines).reason, Malformed::BeginNotFirst);
+    let mut t = text(&span("1", "write", "a", Some(A)));
+    t.extend(joined(&chained("k", "r1", &[begin("r1")])));
+    let e = parse_trace(&t).unwrap_err();
+    assert_eq!((e.line, e.reason), (3, Malformed::BeginNotFirst));
+}
+
+#[test]
+fn removing_the_begin_line_does_not_make_an_unauthenticated_trace() {
+    let mut lines = honest_run();
+    lines.remove(0);
+    let e = chain_error(&lines);
+    assert_eq!((e.line, e.reason.clone()), (1, Malformed::NoBegin));
+    assert!(e.is_forgery());
+}
+
+#[test]
+fn nothing_follows_the_end_line_and_its_count_must_hold() {
+    let mut lines = honest_run();
+    lines.push(chained("k", "r1", &[begin("r1"), open("9", "write", "z")])[1].clone());
+    let e = chain_error(&lines);
+    assert_eq!((e.line, e.reason), (7, Malformed::AfterEnd(6)));
+    let mut short = vec![begin("r1")];
+    short.extend(span("1", "write", "a", Some(A)));
+    short.push(end_line("r1", 2));
+    let e = chain_error(&chained("k", "r1", &short));
+    assert_eq!(e.reason, Malformed::EndCount { said: 2, actual: 3 });
+}
+
+#[test]
+fn an_unsealed_trace_parses_without_an_end() {
+    let mut lines = honest_run();
+    lines.pop();
+    let chain = parse_trace(&joined(&lines)).unwrap().chain.unwrap();
+    assert_eq!(chain.end, None);
+}
+
+#[test]
+fn a_schema_1_line_cannot_carry_schema_2_fields() {
+    let mut l = open("1", "write", "a");
+    l["agent"] = json!("a1");
+    assert_eq!(parse_error(&[l]).reason, Malformed::NotInSchema1("agent"));
+}
+
+#[test]
+fn a_close_line_of_another_agent_is_refused() {
+    let mut o = open("1", "write", "a");
+    o["schema"] = json!(2);
+    o["agent"] = json!("a1");
+    let mut c = close("1", "write", "a", Some(A));
+    c["schema"] = json!(2);
+    c["agent"] = json!("a2");
+    assert_eq!(
+        parse_error(&[o, c]).reason,
+        Malformed::CloseMismatch("1".into())
+    );
+}
+
+// ---- aliases and agents -------------------------------------------------------
+
+#[test]
+fn paths_differing_only_in_case_or_normalisation_are_aliases() {
+    let s = spans(&[
+        open("1", "write", "src/Readme.md"),
+        close("1", "write", "src/Readme.md", Some(A)),
+        open("2", "write", "caf\u{e9}.txt"),
+        close("2", "write", "caf\u{e9}.txt", Some(A)),
+    ]);
+    let d = delta(&[
+        "src/Readme.md",
+        "src/README.md",
+        "caf\u{e9}.txt",
+        "cafe\u{301}.txt",
+        "other.txt",
+    ]);
+    let j = judge(&s, &d);
+    let shown: Vec<Vec<String>> = j
+        .aliases
+        .iter()
+        .map(|g| {
+            g.iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            vec!["cafe\u{301}.txt".to_string(), "caf\u{e9}.txt".to_string()],
+            vec!["src/README.md".to_string(), "src/Readme.md".to_string()],
+        ]
+    );
+    let d = delta(&["src/Readme.md", "caf\u{e9}.txt"]);
+    assert!(judge(&s, &d).aliases.is_empty());
+}
+
+#[test]
+fn spans_of_two_agents_are_listed_with_their_paths() {
+    let mut lines = Vec::new();
+    for (id, agent, path) in [("1", "a1", "x"), ("2", "a2", "y"), ("3", "a1", "z")] {
+        for mut l in span(id, "write", path, Some(A)) {
+            l["schema"] = json!(2);
+            l["agent"] = json!(agent);
+            lines.push(l);
+        }
+    }
+    let s = spans(&lines);
+    let d = delta(&["x", "y", "z"]);
+    let j = judge(&s, &d);
+    let shown: Vec<(Option<&str>, Vec<&[u8]>)> = j.agents.clone();
+    assert_eq!(
+        shown,
+        vec![
+            (Some("a1"), vec![&b"x"[..], b"z"]),
+            (Some("a2"), vec![&b"y"[..]]),
+        ]
+    );
+    let one = spans(&lines[..2]);
+    let d = delta(&["x"]);
+    assert!(judge(&one, &d).agents.is_empty());
 }

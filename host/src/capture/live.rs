@@ -184,6 +184,8 @@ pub struct Call<'a> {
     pub extract: Option<crate::envelope::Extract>,
     /// The agent's tool-call trace, stored beside the transcript.
     pub trace: Option<&'a [u8]>,
+    /// How the trace was authenticated (`None`: it has no begin line).
+    pub trace_auth: Option<crate::record::TraceAuth>,
     pub captured_at: String,
 }
 
@@ -293,6 +295,7 @@ pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
             declared_bytes: received.declared_bytes,
             request_id: received.request_id,
             trace: call.trace,
+            trace_auth: call.trace_auth,
             captured_at: call.captured_at,
         },
         Some(Exchange { http, reasons }),

@@ -62,6 +62,11 @@ pub struct CaptureArgs {
     /// beside the transcript for the `span_bijection` property.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// The run key of a trace begun with `trace begin` [default: TRACE.key,
+    /// when it exists]: every line's MAC is checked with it before the trace
+    /// is stored, and its sha256 goes in the receipt.
+    #[arg(long, value_name = "FILE", requires = "trace")]
+    pub trace_key: Option<PathBuf>,
     #[command(flatten)]
     pub scope: ScopeArgs,
     /// Last: its help heading applies to the flags after it.
@@ -173,13 +178,30 @@ impl CaptureArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         let run = RunId::parse(&self.run)?;
         let (body_format, output) = resolve_formats(self.body_format, &self.formats)?;
-        let trace = match &self.trace {
+        let (trace, trace_auth) = match &self.trace {
             Some(path) => {
                 let bytes = input::read_file(path, input::TRACE_CAP)?;
-                crate::trace::parse(path, &bytes)?;
-                Some(bytes)
+                let auth = match crate::trace::verify(path, &bytes, self.trace_key.as_deref())? {
+                    Ok(v) => v.auth,
+                    Err(forged) => {
+                        return Err(Error::data(
+                            path,
+                            format!("does not verify, so it is not stored: {forged}"),
+                        ));
+                    }
+                };
+                let auth = auth.map(|a| crate::record::TraceAuth {
+                    run: a.run,
+                    agent: a.agent,
+                    key_sha256: a.key_sha256,
+                    base: a.base,
+                    sealed: a.sealed,
+                    lines: a.lines as u64,
+                    verified: "hmac-sha256".into(),
+                });
+                (Some(bytes), auth)
             }
-            None => None,
+            None => (None, None),
         };
         let mut retry = None;
         let receipt = match (&self.body, &self.prompt_file) {
@@ -196,6 +218,7 @@ impl CaptureArgs {
                         declared_bytes: self.declared_bytes,
                         request_id: self.request_id.clone(),
                         trace: trace.as_deref(),
+                        trace_auth: trace_auth.clone(),
                         captured_at: crate::clock::format_time(crate::clock::now()),
                     },
                 )?
@@ -238,6 +261,7 @@ impl CaptureArgs {
                         prompt: &prompt,
                         extract: self.extract,
                         trace: trace.as_deref(),
+                        trace_auth: trace_auth.clone(),
                         captured_at: crate::clock::format_time(crate::clock::now()),
                     },
                 )?;

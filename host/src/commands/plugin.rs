@@ -531,6 +531,7 @@ impl TestArgs {
             verdict: "captured".into(),
             reasons: Vec::new(),
             trace: None,
+            trace_auth: None,
             captured_at: crate::clock::format_time(now),
             model: None,
             completion_id: None,

@@ -1,10 +1,12 @@
 //! `agent-ledger reconcile`: does the working tree agree with the trace?
 
+use crate::config::IgnoredPolicy;
 use crate::exit::{Error, ExitCode, Result};
-use crate::output::{self, OutputArgs};
+use crate::output::{self, OutputArgs, OutputFormat};
 use crate::paths::relative_to;
 use crate::reconcile::reconcile;
 use crate::resolve::{ConfigAt, Needs, ScopeArgs};
+use crate::trace::{Authenticated, Forged};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -17,11 +19,131 @@ pub struct ReconcileArgs {
     /// The tool-call trace (JSONL).
     #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
     pub trace: PathBuf,
+    /// The run key of a trace begun with `trace begin` [default: TRACE.key,
+    /// when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub trace_key: Option<PathBuf>,
     /// Exit 3 when the tree is clean and no write or delete span exists.
     #[arg(long)]
     pub require_mutation: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// How a trace was trusted, for people and machines.
+pub fn trust_note(auth: Option<&Authenticated>) -> String {
+    match auth {
+        None => "unauthenticated (no begin line): anyone who could write the trace file could have written any line of it".into(),
+        Some(a) => format!(
+            "authenticated: run `{}`, agent `{}`, key sha256 {}, {} line(s), {}",
+            a.run,
+            a.agent,
+            a.key_sha256,
+            a.lines,
+            if a.sealed {
+                "sealed by its end line"
+            } else {
+                "not sealed (no end line yet: lines after the last could have been cut)"
+            }
+        ),
+    }
+}
+
+/// What a judged trace tells the caller, and the outcome for machines
+/// (`value`) and for people (`human`), not yet printed.
+pub struct Judged {
+    pub code: ExitCode,
+    pub auth: Option<Authenticated>,
+    pub value: serde_json::Value,
+    pub human: String,
+}
+
+impl Judged {
+    /// Prints the outcome on stdout in `format`.
+    pub fn print(&self, format: OutputFormat) -> Result<()> {
+        output::emit(format, &self.value, || self.human.clone())
+    }
+}
+
+/// Verifies the trace at `trace` and judges it against the tree at `root`.
+/// `exclude`: paths never counted as changed (the trace and its key are
+/// never counted either).
+pub fn judge_trace(
+    root: &Path,
+    trace: &Path,
+    key: Option<&Path>,
+    exclude: &[PathBuf],
+    ignored: IgnoredPolicy,
+    require_mutation: bool,
+) -> Result<Judged> {
+    // No trace file means the agent never called the adapter: no spans.
+    let bytes = crate::input::read_optional(trace, crate::input::TRACE_CAP)?.unwrap_or_default();
+    let verified = match crate::trace::verify(trace, &bytes, key)? {
+        Ok(v) => v,
+        Err(forged) => return Ok(forged_outcome(trace, &forged)),
+    };
+    // The trace file, its key and the ledger are never counted as changes.
+    let key_file = crate::trace::key_path(trace);
+    let exclude: Vec<Vec<u8>> = [trace, key_file.as_path()]
+        .into_iter()
+        .chain(exclude.iter().map(PathBuf::as_path))
+        .filter_map(|p| relative_to(root, p))
+        .map(|p| p.as_os_str().as_bytes().to_vec())
+        .collect();
+    if let Some(a) = &verified.auth {
+        crate::trace::check_workspace(root, &a.workspace, &a.git_dir, &a.base)?;
+    }
+    let report = reconcile(
+        root,
+        &verified.spans,
+        &exclude,
+        ignored == IgnoredPolicy::Deny,
+        verified.auth.as_ref().map(|a| a.base.as_str()),
+    )?;
+    let (code, result) = if !report.open.is_empty() {
+        (ExitCode::OpenSpans, "open_spans")
+    } else if report.mismatch() {
+        (ExitCode::Mismatch, "mismatch")
+    } else if require_mutation && report.changed == 0 && report.mutating_spans == 0 {
+        (ExitCode::NoMutation, "no_mutation")
+    } else {
+        (ExitCode::Ok, "reconciled")
+    };
+    let trust = trust_note(verified.auth.as_ref());
+    let value = serde_json::json!({
+        "result": result,
+        "exit_code": code.code(),
+        "report": report,
+        "authenticated": verified.auth,
+        "trust": trust,
+    });
+    Ok(Judged {
+        code,
+        auth: verified.auth,
+        value,
+        human: output::human::reconcile(&report, result, &trust),
+    })
+}
+
+fn forged_outcome(trace: &Path, forged: &Forged) -> Judged {
+    let value = serde_json::json!({
+        "result": "forged",
+        "exit_code": ExitCode::TraceForged.code(),
+        "trace": trace.display().to_string(),
+        "line": forged.line,
+        "reason": forged.reason,
+    });
+    let human = format!(
+        "forged: the trace `{}` does not verify: {}\n",
+        output::inert(&trace.display().to_string()),
+        output::inert(&forged.to_string())
+    );
+    Judged {
+        code: ExitCode::TraceForged,
+        auth: None,
+        value,
+        human,
+    }
 }
 
 impl ReconcileArgs {
@@ -34,43 +156,21 @@ impl ReconcileArgs {
             },
         )?;
         let root = &resolved.root;
-        // No trace file means the agent never called the adapter: no spans.
-        let bytes =
-            crate::input::read_optional(&self.trace, crate::input::TRACE_CAP)?.unwrap_or_default();
-        let spans = crate::trace::parse(&self.trace, &bytes)?;
         if relative_to(root, resolved.ledger.root()).is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(Error::Usage(format!(
                 "the ledger `{}` is the repository itself: every change would be excluded",
                 resolved.ledger.root().display()
             )));
         }
-        // The trace file and the ledger are never counted as changes.
-        let exclude: Vec<Vec<u8>> = [self.trace.as_path(), resolved.ledger.root()]
-            .into_iter()
-            .filter_map(|p| relative_to(root, p))
-            .map(|p| p.as_os_str().as_bytes().to_vec())
-            .collect();
-        let report = reconcile(root, &spans, &exclude)?;
-        let (code, result) = if !report.open.is_empty() {
-            (ExitCode::OpenSpans, "open_spans")
-        } else if !report.ghosts.is_empty()
-            || !report.phantoms.is_empty()
-            || !report.hash_misses.is_empty()
-        {
-            (ExitCode::Mismatch, "mismatch")
-        } else if self.require_mutation && report.changed == 0 && report.mutating_spans == 0 {
-            (ExitCode::NoMutation, "no_mutation")
-        } else {
-            (ExitCode::Ok, "reconciled")
-        };
-        let value = serde_json::json!({
-            "result": result,
-            "exit_code": code.code(),
-            "report": report,
-        });
-        output::emit(self.output.format, &value, || {
-            output::human::reconcile(&report, result)
-        })?;
-        Ok(code)
+        let judged = judge_trace(
+            root,
+            &self.trace,
+            self.trace_key.as_deref(),
+            &[resolved.ledger.root().to_path_buf()],
+            resolved.config.config.trace.ignored,
+            self.require_mutation,
+        )?;
+        judged.print(self.output.format)?;
+        Ok(judged.code)
     }
 }

@@ -1,6 +1,9 @@
-//! `agent-ledger trace write|delete|exec`: the traced adapter an agent (or
-//! its harness) calls to touch a tree, so every change is accounted for.
+//! `agent-ledger trace begin|write|delete|exec|end|export`: the traced
+//! adapter an agent (or its harness) calls to touch a tree, so every change
+//! is accounted for, and the run around it: `begin` makes a clean workspace
+//! and the run's key, `end` reconciles, seals the trace and prints the patch.
 
+use crate::config::IgnoredPolicy;
 use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::reconcile::{abs, changed_paths, display_path, hash_at};
@@ -17,18 +20,50 @@ pub struct TraceArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct Where {
-    /// The repository the paths are relative to.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub repo: PathBuf,
+    /// The repository the paths are relative to [default: the workspace of
+    /// a trace begun with `trace begin`, else `.`].
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     /// The trace file to append to (JSONL).
     #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
     pub trace: PathBuf,
+    /// The agent making the call; in a begun run it must be the run's own.
+    #[arg(long, value_name = "ID", env = "AGENT_LEDGER_AGENT")]
+    pub agent: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TraceCommand {
+    /// Begin an authenticated run: a fresh worktree of the repository at a
+    /// pinned revision (the workspace), a per-run key (`TRACE.key`, mode
+    /// 0600, never printed) and the trace's begin line.
+    Begin {
+        /// The repository to make the workspace from.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        repo: PathBuf,
+        /// The agent the run belongs to: every span carries it, and no other
+        /// agent may write in the run.
+        #[arg(long, value_name = "ID")]
+        agent: String,
+        /// Where to make the workspace; it must not exist [default: beside
+        /// the ledger, `LEDGER-workspaces/RUN`].
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// The revision the workspace is made at.
+        #[arg(long, value_name = "REV", default_value = "HEAD")]
+        rev: String,
+        /// The run id [default: made from the time and process].
+        #[arg(long, value_name = "ID")]
+        run: Option<String>,
+        /// The new trace file, outside the repository and the workspace; its
+        /// key is written beside it.
+        #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
+        trace: PathBuf,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Write a file (bytes from `--from FILE`, or stdin) and record the span.
     Write {
         /// Repository-relative path to write.
@@ -46,7 +81,9 @@ pub enum TraceCommand {
         #[command(flatten)]
         at: Where,
     },
-    /// Run a command that declared its output paths first; fails (exit 1),
+    /// Run a command, in the test command's sandbox (the workspace
+    /// writable, the trace and its key hidden, the rest read-only, no
+    /// network), that declared its output paths first; fails (exit 1),
     /// naming them, when it changed a path it did not declare, and exits 6
     /// when the command itself failed (never with the command's own status,
     /// which could read as a verdict).
@@ -54,12 +91,95 @@ pub enum TraceCommand {
         /// A path the command may write or delete (repeatable).
         #[arg(long = "writes", value_name = "PATH")]
         writes: Vec<PathBuf>,
+        /// Keep the network inside the sandbox.
+        #[arg(long)]
+        allow_network: bool,
+        /// Run without the sandbox when the kernel refuses namespaces (the
+        /// command then sees the trace and its key).
+        #[arg(long)]
+        allow_unsandboxed: bool,
         #[command(flatten)]
         at: Where,
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<std::ffi::OsString>,
     },
+    /// End a begun run: reconcile its workspace (exit codes as `reconcile`);
+    /// when it reconciles, seal the trace with its end line and print the
+    /// patch (the workspace against its base), ready for `capture --body -`.
+    End {
+        /// The trace of the run.
+        #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
+        trace: PathBuf,
+        /// Exit 3 when the workspace is clean and no write or delete span
+        /// exists.
+        #[arg(long)]
+        require_mutation: bool,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Write the trace's spans as OpenTelemetry (OTLP/JSON): one trace per
+    /// run, one span per tool call.
+    Export {
+        /// The trace to export.
+        #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
+        trace: PathBuf,
+        /// The OTLP/JSON file to write (must not exist), or `-` for stdout.
+        #[arg(long, value_name = "FILE")]
+        otlp: PathBuf,
+    },
+}
+
+/// The directory the paths of a call are relative to: the workspace of a
+/// begun run (a `--repo` naming another is refused), else `--repo` or `.`.
+fn root_of(at: &Where) -> Result<PathBuf> {
+    Ok(workspace_of(at)?.0)
+}
+
+/// [`root_of`], and the base revision of a begun run (its workspace checked
+/// with `trace::check_workspace`).
+fn workspace_of(at: &Where) -> Result<(PathBuf, Option<String>)> {
+    let Some(run) = trace::run_of(&at.trace)? else {
+        return Ok((at.repo.clone().unwrap_or_else(|| PathBuf::from(".")), None));
+    };
+    let ws = PathBuf::from(run.begin.workspace.clone().unwrap_or_default());
+    if let Some(repo) = &at.repo {
+        let same = match (repo.canonicalize(), ws.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            return Err(Error::Usage(format!(
+                "the run `{}` works in `{}`; `--repo {}` names another directory",
+                run.begin.run,
+                ws.display(),
+                repo.display()
+            )));
+        }
+    }
+    let base = run.begin.base.clone().unwrap_or_default();
+    trace::check_workspace(
+        &ws,
+        run.begin.workspace.as_deref().unwrap_or_default(),
+        run.begin.git_dir.as_deref().unwrap_or_default(),
+        &base,
+    )?;
+    Ok((ws, Some(base)))
+}
+
+/// The `[trace] ignored` setting of the repository at `root`, read from its
+/// HEAD (the base revision, never the agent's working copy).
+fn ignored_policy(root: &Path) -> Result<IgnoredPolicy> {
+    let resolved = crate::resolve::resolve(
+        Some(root),
+        None,
+        None,
+        crate::resolve::Needs {
+            repo: true,
+            config_at: crate::resolve::ConfigAt::Head,
+        },
+    )?;
+    Ok(resolved.config.config.trace.ignored)
 }
 
 /// Refuses a path that leaves the repository: absolute, `..`, `.git`, or
@@ -87,7 +207,12 @@ pub fn checked_path(repo: &Path, path: &Path) -> Result<Vec<u8>> {
 fn open(at: &Where, op: Op, path: &[u8], before: Option<String>) -> Result<Line> {
     let mut line = Line::new(&trace::new_span_id(), Event::Open, op, path);
     line.before = before;
+    line.agent = at.agent.clone();
     trace::append(&at.trace, &line)?;
+    // What the close line repeats: the agent the append settled on.
+    if let Some(run) = trace::run_of(&at.trace)? {
+        line.agent = run.begin.agent;
+    }
     Ok(line)
 }
 
@@ -103,6 +228,9 @@ fn close(at: &Where, open: &Line, after: Option<String>, error: Option<String>) 
     };
     line.error = error;
     line.ts = crate::clock::timestamp();
+    line.run = None;
+    line.prev = None;
+    line.mac = None;
     trace::append(&at.trace, &line)?;
     Ok(line)
 }
@@ -118,11 +246,27 @@ fn report(at: &Where, lines: &[Line]) -> Result<()> {
 impl TraceArgs {
     pub fn execute(self) -> Result<ExitCode> {
         match self.command {
+            TraceCommand::Begin {
+                repo,
+                agent,
+                workspace,
+                rev,
+                run,
+                trace,
+                output,
+            } => begin(&repo, &agent, workspace, &rev, run, &trace, output.format),
+            TraceCommand::End {
+                trace,
+                require_mutation,
+                output,
+            } => end(&trace, require_mutation, output.format),
+            TraceCommand::Export { trace, otlp } => crate::otlp::export(&trace, &otlp),
             TraceCommand::Write { path, from, at } => {
-                let rel = checked_path(&at.repo, &path)?;
+                let root = root_of(&at)?;
+                let rel = checked_path(&root, &path)?;
                 let bytes = crate::input::read_file_or_stdin(&from, crate::input::BODY_CAP)?;
-                let target = abs(&at.repo, &rel);
-                let span = open(&at, Op::Write, &rel, hash_at(&at.repo, &rel)?)?;
+                let target = abs(&root, &rel);
+                let span = open(&at, Op::Write, &rel, hash_at(&root, &rel)?)?;
                 let written = target
                     .parent()
                     .map_or(Ok(()), std::fs::create_dir_all)
@@ -135,15 +279,16 @@ impl TraceArgs {
                         Ok(ExitCode::Ok)
                     }
                     Err(e) => {
-                        close(&at, &span, hash_at(&at.repo, &rel)?, Some(e.to_string()))?;
+                        close(&at, &span, hash_at(&root, &rel)?, Some(e.to_string()))?;
                         Err(Error::write(&target, e))
                     }
                 }
             }
             TraceCommand::Delete { path, at } => {
-                let rel = checked_path(&at.repo, &path)?;
-                let target = abs(&at.repo, &rel);
-                let before = hash_at(&at.repo, &rel)?;
+                let root = root_of(&at)?;
+                let rel = checked_path(&root, &path)?;
+                let target = abs(&root, &rel);
+                let before = hash_at(&root, &rel)?;
                 if before.is_none() {
                     return Err(Error::Missing(format!(
                         "`{}` does not exist: nothing to delete",
@@ -158,16 +303,26 @@ impl TraceArgs {
                         Ok(ExitCode::Ok)
                     }
                     Err(e) => {
-                        close(&at, &span, hash_at(&at.repo, &rel)?, Some(e.to_string()))?;
+                        close(&at, &span, hash_at(&root, &rel)?, Some(e.to_string()))?;
                         Err(Error::write(&target, e))
                     }
                 }
             }
             TraceCommand::Exec {
                 writes,
+                allow_network,
+                allow_unsandboxed,
                 at,
                 command,
-            } => exec(&at, &writes, &command),
+            } => exec(
+                &at,
+                &writes,
+                &command,
+                Sandboxing {
+                    allow_network,
+                    allow_unsandboxed,
+                },
+            ),
         }
     }
 }
@@ -177,13 +332,18 @@ impl TraceArgs {
 fn snapshot(
     repo: &Path,
     also: &[Vec<u8>],
-    trace_rel: Option<&[u8]>,
+    skip: &[Vec<u8>],
+    ignored: bool,
+    base: Option<&str>,
 ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
-    let mut paths = changed_paths(repo)?;
+    let mut paths = changed_paths(repo, ignored, base)?;
     paths.extend(also.iter().cloned());
     let mut snap = BTreeMap::new();
     for p in paths {
-        if Some(p.as_slice()) == trace_rel {
+        if skip
+            .iter()
+            .any(|s| p == *s || (p.starts_with(s) && p.get(s.len()) == Some(&b'/')))
+        {
             continue;
         }
         let h = hash_at(repo, &p)?;
@@ -192,27 +352,154 @@ fn snapshot(
     Ok(snap)
 }
 
-fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Result<ExitCode> {
+/// How `trace exec` may run its command.
+#[derive(Debug, Clone, Copy)]
+struct Sandboxing {
+    allow_network: bool,
+    allow_unsandboxed: bool,
+}
+
+/// Runs the command in the test command's sandbox: the workspace writable,
+/// the trace's directory (the trace and its key), the home directory, the
+/// temporary directory and the compile cache's key hidden, everything else
+/// read-only, no network unless allowed. Returns its exit code, or why it
+/// has none.
+fn run_sandboxed(
+    root: &Path,
+    trace_file: &Path,
+    argv: &[String],
+    how: Sandboxing,
+) -> Result<std::result::Result<i32, String>> {
+    use crate::replay::test_cmd::{Jail, SANDBOX_HOME};
+    let tmp = crate::replay::tempdir()?;
+    let report_dir = tmp.path().join("unused");
+    std::fs::create_dir(&report_dir).map_err(|e| Error::write(&report_dir, e))?;
+    let root = root.canonicalize().map_err(|e| Error::read(root, e))?;
+    let trace_dir = std::path::absolute(trace_file)
+        .map_err(|e| Error::read(trace_file, e))?
+        .parent()
+        .map(Path::to_path_buf);
+    let mut hidden: Vec<PathBuf> = Vec::new();
+    hidden.extend(trace_dir);
+    hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
+    hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
+    hidden.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
+    // A directory holding the workspace cannot be hidden without hiding the
+    // workspace: `trace begin` refuses a trace there, so only an
+    // unauthenticated trace beside its repository gets here.
+    hidden.retain(|h| {
+        h.canonicalize()
+            .map(|h| !root.starts_with(&h))
+            .unwrap_or(false)
+    });
+    let jail = Jail {
+        tree: &root,
+        report_dir: &report_dir,
+        hidden: &hidden,
+        read_only: &[],
+        scratch: tmp.path(),
+        network: how.allow_network,
+    };
+    let mut env = vec![
+        (
+            "PATH".to_string(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+        ),
+        ("HOME".to_string(), SANDBOX_HOME.to_string()),
+    ];
+    env.extend(std::env::var("LANG").ok().map(|l| ("LANG".to_string(), l)));
+    let cwd = std::env::current_dir()
+        .ok()
+        .filter(|d| d.starts_with(&root));
+    match jail.probe() {
+        Ok(()) => {
+            // The sandbox's exec does not search PATH; the sandbox sees the
+            // host's directories at their own paths, so look it up here.
+            // The sandbox's first process is PID 1 of its namespace, which
+            // no signal from inside it kills: the command runs as a child of
+            // a shell (`; exit $?` keeps the shell from exec'ing it), so a
+            // command killed by a signal is seen as one.
+            let mut wrapped: Vec<String> = ["/bin/sh", "-c", "\"$@\"; exit $?", "sh"]
+                .map(str::to_string)
+                .to_vec();
+            wrapped.push(find_program(&argv[0])?);
+            wrapped.extend(argv[1..].iter().cloned());
+            jail.exec(&wrapped, &env, cwd.as_deref().unwrap_or(&root))
+        }
+        Err(why) if how.allow_unsandboxed => {
+            eprintln!(
+                "warning: the traced command runs without a sandbox (--allow-unsandboxed): {why}"
+            );
+            let status = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .current_dir(&root)
+                .status()
+                .map_err(|e| Error::Missing(format!("cannot run `{}`: {e}", argv[0])))?;
+            Ok(status.code().ok_or_else(|| format!("{status}")))
+        }
+        Err(why) => Err(Error::Refused(format!(
+            "the traced command's sandbox cannot be made here ({why}), so it would see the trace and its key; pass --allow-unsandboxed to run it anyway"
+        ))),
+    }
+}
+
+/// `program` as a path: itself when it names one, else the first
+/// executable file of that name in `PATH`.
+fn find_program(program: &str) -> Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return Ok(program.to_string());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .map(|p| p.to_string_lossy().into_owned())
+        .ok_or_else(|| Error::Missing(format!("cannot run `{program}`: not found in PATH")))
+}
+
+fn exec(
+    at: &Where,
+    writes: &[PathBuf],
+    command: &[std::ffi::OsString],
+    how: Sandboxing,
+) -> Result<ExitCode> {
+    let argv = command
+        .iter()
+        .map(|a| {
+            a.to_str().map(str::to_string).ok_or_else(|| {
+                Error::Usage(format!(
+                    "the command argument `{}` is not UTF-8",
+                    a.to_string_lossy()
+                ))
+            })
+        })
+        .collect::<Result<Vec<String>>>()?;
+    let (root, base) = workspace_of(at)?;
     let declared = writes
         .iter()
-        .map(|w| checked_path(&at.repo, w))
+        .map(|w| checked_path(&root, w))
         .collect::<Result<Vec<_>>>()?;
-    let trace_rel =
-        crate::paths::relative_to(&at.repo, &at.trace).map(|p| p.as_os_str().as_bytes().to_vec());
-    let before = snapshot(&at.repo, &declared, trace_rel.as_deref())?;
+    let ignored = ignored_policy(&root)? == IgnoredPolicy::Deny;
+    let skip: Vec<Vec<u8>> = [at.trace.clone(), trace::key_path(&at.trace)]
+        .iter()
+        .filter_map(|p| crate::paths::relative_to(&root, p))
+        .map(|p| p.as_os_str().as_bytes().to_vec())
+        .collect();
+    let before = snapshot(&root, &declared, &skip, ignored, base.as_deref())?;
     let mut spans = Vec::new();
     for p in &declared {
         spans.push(open(at, Op::Write, p, before.get(p).cloned().flatten())?);
     }
-    let status = std::process::Command::new(&command[0])
-        .args(&command[1..])
-        .current_dir(&at.repo)
-        .status();
-    let after = snapshot(&at.repo, &declared, trace_rel.as_deref())?;
-    let failure = match &status {
-        Ok(s) if s.success() => None,
-        Ok(s) => Some(format!("command exited with {s}")),
-        Err(e) => Some(format!("command could not start: {e}")),
+    let ran = run_sandboxed(&root, &at.trace, &argv, how);
+    let after = snapshot(&root, &declared, &skip, ignored, base.as_deref())?;
+    let failure = match &ran {
+        Ok(Ok(0)) => None,
+        Ok(Ok(code)) => Some(format!("command exited with status {code}")),
+        Ok(Err(why)) => Some(format!("command did not exit: {why}")),
+        Err(e) => Some(format!("command could not run: {e}")),
     };
     let mut closed = Vec::new();
     for (p, span) in declared.iter().zip(&spans) {
@@ -223,24 +510,19 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
             failure.clone(),
         )?);
     }
-    let status = status.map_err(|e| {
-        Error::Missing(format!(
-            "cannot run `{}`: {e}",
-            command[0].to_string_lossy()
-        ))
-    })?;
+    let ran = ran?;
     let keys: std::collections::BTreeSet<&Vec<u8>> = before.keys().chain(after.keys()).collect();
+    // A path in one snapshot only changed too: it differed from HEAD before
+    // the command and not after, or the other way round (a clean file the
+    // command deleted or edited).
     let undeclared: Vec<String> = keys
         .into_iter()
-        .filter(|p| {
-            !declared.contains(p)
-                && before.get(*p).cloned().flatten() != after.get(*p).cloned().flatten()
-        })
+        .filter(|p| !declared.contains(p) && before.get(*p) != after.get(*p))
         .map(|p| display_path(p))
         .collect();
     let code = if !undeclared.is_empty() {
         ExitCode::Mismatch
-    } else if status.success() {
+    } else if ran == Ok(0) {
         ExitCode::Ok
     } else {
         ExitCode::CommandFailed
@@ -249,7 +531,7 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
         output::print_json(&serde_json::json!({
             "spans": closed,
             "undeclared": undeclared,
-            "command_exit_code": status.code(),
+            "command_exit_code": ran.as_ref().ok(),
             "exit_code": code.code(),
         }))?;
     }
@@ -260,10 +542,305 @@ fn exec(at: &Where, writes: &[PathBuf], command: &[std::ffi::OsString]) -> Resul
         }
     } else if code == ExitCode::CommandFailed {
         eprintln!(
-            "error: `{}` failed ({status}); agent-ledger exits {} for a failed traced command",
-            inert(&command[0].to_string_lossy()),
+            "error: `{}` failed ({}); agent-ledger exits {} for a failed traced command",
+            inert(&argv[0]),
+            inert(&failure.unwrap_or_default()),
             code.code()
         );
     }
     Ok(code)
+}
+
+/// A run id made from the time and this process.
+fn new_run_id() -> String {
+    let now = crate::clock::now();
+    format!(
+        "run-{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        &trace::new_span_id()[..8]
+    )
+}
+
+/// An absolute path, without resolving links (it may not exist yet).
+fn absolute(p: &Path) -> Result<PathBuf> {
+    std::path::absolute(p).map_err(|e| Error::read(p, e))
+}
+
+/// Where the workspace of `run` goes by default: beside the ledger, in
+/// `LEDGER-workspaces/RUN`.
+fn default_workspace(ledger: &Path, run: &str) -> PathBuf {
+    let mut name = ledger
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| ".agent-ledger".into());
+    name.push("-workspaces");
+    ledger.with_file_name(name).join(run)
+}
+
+fn begin(
+    repo: &Path,
+    agent: &str,
+    workspace: Option<PathBuf>,
+    rev: &str,
+    run: Option<String>,
+    trace_file: &Path,
+    format: OutputFormat,
+) -> Result<ExitCode> {
+    if agent.is_empty() || agent.len() > 128 || agent.chars().any(char::is_control) {
+        return Err(Error::Usage(format!(
+            "invalid agent id `{}`: use 1 to 128 characters, no control characters",
+            inert(agent)
+        )));
+    }
+    let run = match run {
+        Some(r) => crate::ledger::RunId::parse(&r)?.as_str().to_string(),
+        None => new_run_id(),
+    };
+    let resolved = crate::resolve::resolve(
+        Some(repo),
+        None,
+        None,
+        crate::resolve::Needs {
+            repo: true,
+            config_at: crate::resolve::ConfigAt::Head,
+        },
+    )?;
+    let git = resolved.repo()?;
+    let base = git.resolve_commit(rev)?;
+    let workspace =
+        absolute(&workspace.unwrap_or_else(|| default_workspace(resolved.ledger.root(), &run)))?;
+    let trace_abs = absolute(trace_file)?;
+    let key_file = trace::key_path(&trace_abs);
+    let trace_dir = trace_abs.parent().unwrap_or(Path::new("/")).to_path_buf();
+    for existing in [&workspace, &trace_abs, &key_file] {
+        if std::fs::symlink_metadata(existing).is_ok() {
+            return Err(Error::Exists {
+                path: existing.clone(),
+                hint: "`trace begin` makes a new workspace, trace and key for each run".into(),
+            });
+        }
+    }
+    if crate::paths::is_inside(&resolved.root, &trace_abs) {
+        return Err(Error::Usage(format!(
+            "the trace `{}` lies inside the repository `{}`: put it (and so its key) outside the repository and the workspace",
+            trace_abs.display(),
+            resolved.root.display()
+        )));
+    }
+    if trace_abs.starts_with(&workspace) {
+        return Err(Error::Usage(format!(
+            "the trace `{}` lies inside the workspace `{}`: put it outside",
+            trace_abs.display(),
+            workspace.display()
+        )));
+    }
+    if workspace.starts_with(&trace_dir) {
+        return Err(Error::Usage(format!(
+            "the workspace `{}` lies inside the trace's directory `{}`, which `trace exec` hides from the agent: give the trace a directory of its own",
+            workspace.display(),
+            trace_dir.display()
+        )));
+    }
+    if let Some(parent) = workspace.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
+    }
+    let out = git
+        .command()
+        .args(["worktree", "add", "--detach", "--quiet"])
+        .arg(&workspace)
+        .arg(&base)
+        .output()
+        .map_err(|e| Error::Internal(format!("cannot run git worktree add: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Missing(format!(
+            "cannot make the workspace `{}`: git worktree add failed: {}",
+            workspace.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| Error::read(&workspace, e))?;
+    let git_dir = crate::git::Repo::open(&workspace)?
+        .git_dir()
+        .canonicalize()
+        .map_err(|e| Error::read(&workspace, e))?;
+    std::fs::create_dir_all(&trace_dir).map_err(|e| Error::write(&trace_dir, e))?;
+    let key = trace::Key::generate()?;
+    key.create(&key_file)?;
+    let seal = trace::Seal {
+        schema: trace::SCHEMA,
+        event: trace::SealEvent::Begin,
+        run: run.clone(),
+        agent: Some(agent.to_string()),
+        key_sha256: Some(key.sha256()),
+        workspace: Some(workspace.to_string_lossy().into_owned()),
+        base: Some(base.clone()),
+        git_dir: Some(git_dir.to_string_lossy().into_owned()),
+        lines: None,
+        prev: None,
+        ts: crate::clock::timestamp(),
+        mac: None,
+    };
+    if let Err(e) = trace::begin(&trace_abs, &seal, &key) {
+        // The key of a run that never began is no use to anyone.
+        let _ = std::fs::remove_file(&key_file);
+        return Err(e);
+    }
+    let value = serde_json::json!({
+        "run": run,
+        "agent": agent,
+        "workspace": workspace,
+        "base": base,
+        "trace": trace_abs,
+        "key_file": key_file,
+        "key_sha256": key.sha256(),
+    });
+    output::emit(format, &value, || {
+        format!(
+            "began run `{}` for agent `{}`\nworkspace: {} (at {})\ntrace: {} (key: {}, sha256 {})\nexport AGENT_LEDGER_TRACE={}\n",
+            inert(&run),
+            inert(agent),
+            inert(&workspace.display().to_string()),
+            base,
+            inert(&trace_abs.display().to_string()),
+            inert(&key_file.display().to_string()),
+            key.sha256(),
+            inert(&shell_quote(&trace_abs.to_string_lossy()))
+        )
+    })?;
+    Ok(ExitCode::Ok)
+}
+
+/// A word for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%=,".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn end(trace_file: &Path, require_mutation: bool, format: OutputFormat) -> Result<ExitCode> {
+    let Some(run) = trace::run_of(trace_file)? else {
+        return Err(Error::Refused(format!(
+            "`{}` has no begin line: only a run begun with `trace begin` is ended",
+            trace_file.display()
+        )));
+    };
+    let ws = PathBuf::from(run.begin.workspace.clone().unwrap_or_default());
+    let base = run.begin.base.clone().unwrap_or_default();
+    let resolved = crate::resolve::resolve(
+        Some(&ws),
+        None,
+        None,
+        crate::resolve::Needs {
+            repo: true,
+            config_at: crate::resolve::ConfigAt::Head,
+        },
+    )?;
+    let ignored = resolved.config.config.trace.ignored;
+    let ledger = resolved.ledger.root().to_path_buf();
+    let judged = crate::commands::reconcile::judge_trace(
+        &ws,
+        trace_file,
+        None,
+        std::slice::from_ref(&ledger),
+        ignored,
+        require_mutation,
+    )?;
+    // The report goes to stderr: stdout is the patch.
+    match format {
+        OutputFormat::Json => eprintln!(
+            "{}",
+            serde_json::to_string(&judged.value)
+                .map_err(|e| Error::Internal(format!("cannot encode the report: {e}")))?
+        ),
+        OutputFormat::Human => eprint!("{}", judged.human),
+    }
+    if judged.code != ExitCode::Ok {
+        eprintln!(
+            "error: run `{}` is not ended (no end line written, no patch printed): exit {}",
+            inert(&run.begin.run),
+            judged.code.code()
+        );
+        return Ok(judged.code);
+    }
+    let lines = trace::end(trace_file)?;
+    let patch = workspace_patch(
+        resolved.repo()?,
+        &base,
+        ignored == IgnoredPolicy::Deny,
+        crate::paths::relative_to(&ws, &ledger),
+    )?;
+    use std::io::Write;
+    std::io::stdout()
+        .lock()
+        .write_all(&patch)
+        .map_err(|e| Error::write(Path::new("<stdout>"), e))?;
+    eprintln!(
+        "ended run `{}`: the trace is sealed after line {lines}; the patch ({} bytes) is on stdout",
+        inert(&run.begin.run),
+        patch.len()
+    );
+    Ok(ExitCode::Ok)
+}
+
+/// The workspace against its base as a binary unified diff, untracked files
+/// included (and, under `[trace] ignored = "deny"`, git-ignored ones too,
+/// which reconcile has just accounted for), built in a private index so the
+/// workspace's own index is untouched.
+fn workspace_patch(
+    git: &crate::git::Repo,
+    base: &str,
+    ignored: bool,
+    ledger: Option<PathBuf>,
+) -> Result<Vec<u8>> {
+    let tmp = crate::replay::tempdir()?;
+    let index = tmp.path().join("index");
+    let run = |args: &[&str]| -> Result<Vec<u8>> {
+        let out = git
+            .command()
+            .env("GIT_INDEX_FILE", &index)
+            .args(args)
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::Internal(format!(
+                "git {} failed in the workspace `{}`: {}",
+                args.first().copied().unwrap_or(""),
+                git.root.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(out.stdout)
+    };
+    run(&["read-tree", base])?;
+    let mut add: Vec<String> = vec!["add".into(), "-A".into()];
+    if ignored {
+        add.push("-f".into());
+    }
+    add.push("--".into());
+    add.push(".".into());
+    if let Some(l) = ledger.filter(|l| !l.as_os_str().is_empty()) {
+        add.push(format!(":(exclude){}", l.display()));
+    }
+    let add: Vec<&str> = add.iter().map(String::as_str).collect();
+    run(&add)?;
+    run(&[
+        "diff",
+        "--cached",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        base,
+    ])
 }

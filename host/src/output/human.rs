@@ -100,8 +100,9 @@ pub fn property_table(record: &PropertyRecord) -> String {
 }
 
 /// What `reconcile` found; `result` is its machine name (`reconciled`,
-/// `mismatch`, `open_spans`, `no_mutation`).
-pub fn reconcile(r: &Report, result: &str) -> String {
+/// `mismatch`, `open_spans`, `no_mutation`); `trust` says how the trace was
+/// authenticated.
+pub fn reconcile(r: &Report, result: &str, trust: &str) -> String {
     let mut text = match result {
         "open_spans" => "open spans: the agent run did not finish\n".to_string(),
         "mismatch" => "mismatch: the tree and the trace disagree\n".to_string(),
@@ -143,6 +144,27 @@ pub fn reconcile(r: &Report, result: &str) -> String {
             text.push_str(&format!("  {}\n", inert(&m.path)));
         }
     }
+    if !r.aliases.is_empty() {
+        text.push_str("aliases (one file on case- or normalisation-insensitive file systems):\n");
+        for group in &r.aliases {
+            let shown: Vec<String> = group.iter().map(|p| inert(p).into_owned()).collect();
+            text.push_str(&format!("  {}\n", shown.join(" = ")));
+        }
+    }
+    if !r.agents.is_empty() {
+        text.push_str("more than one agent wrote this workspace:\n");
+        for a in &r.agents {
+            let shown: Vec<String> = a.paths.iter().map(|p| inert(p).into_owned()).collect();
+            text.push_str(&format!(
+                "  agent {}: {}\n",
+                a.agent
+                    .as_deref()
+                    .map_or_else(|| "(none)".to_string(), |a| format!("`{}`", inert(a))),
+                shown.join(", ")
+            ));
+        }
+    }
+    text.push_str(&format!("trace: {}\n", inert(trust)));
     text
 }
 

@@ -26,7 +26,7 @@ mod artifacts;
 mod bounds;
 mod property;
 mod self_test;
-mod test_cmd;
+pub(crate) mod test_cmd;
 
 pub use test_cmd::{
     DEFAULT_OUTPUT_CAP_MIB as DEFAULT_TEST_OUTPUT_CAP_MIB,

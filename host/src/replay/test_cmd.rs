@@ -119,6 +119,7 @@ pub fn run_tests(
         hidden: &hidden,
         read_only: &read_only,
         scratch: tmp.path(),
+        network: false,
     };
     let env = |home: &str| -> Vec<(String, String)> {
         let mut env = vec![
@@ -218,7 +219,7 @@ fn read_report(report: &Path) -> Result<Option<Vec<u8>>> {
 }
 
 /// `HOME` inside the sandbox.
-const SANDBOX_HOME: &str = "/tmp/home";
+pub(crate) const SANDBOX_HOME: &str = "/tmp/home";
 
 /// How the command ended.
 struct Ran {
@@ -228,15 +229,22 @@ struct Ran {
     completion_ids: BTreeSet<String>,
 }
 
-/// The sandbox's layout.
-struct Jail<'a> {
-    tree: &'a Path,
-    report_dir: &'a Path,
-    hidden: &'a [PathBuf],
+/// The sandbox's layout: also what `trace exec` runs an agent's command in
+/// (the workspace as `tree`, the trace's directory among `hidden`).
+pub(crate) struct Jail<'a> {
+    /// Writable, at its own path.
+    pub tree: &'a Path,
+    /// Writable too (the test command's report).
+    pub report_dir: &'a Path,
+    /// Shown as empty, read-only directories.
+    pub hidden: &'a [PathBuf],
     /// Paths inside `tree` bound read-only over the writable copy.
-    read_only: &'a [PathBuf],
+    pub read_only: &'a [PathBuf],
     /// Where the empty directories shown over hidden ones live.
-    scratch: &'a Path,
+    pub scratch: &'a Path,
+    /// Keep the host's network (`trace exec --allow-network`); otherwise a
+    /// network namespace of its own with only a loopback that is down.
+    pub network: bool,
 }
 
 /// Top-level directories never bound into the sandbox: made fresh
@@ -263,6 +271,9 @@ impl Jail<'_> {
         use hakoniwa::{Container, MountOptions, Namespace};
         let mut c = Container::new();
         for ns in [Namespace::Network, Namespace::Ipc, Namespace::Uts] {
+            if ns == Namespace::Network && self.network {
+                continue;
+            }
             c.unshare(ns);
         }
         let me = nix::unistd::geteuid().as_raw();
@@ -342,9 +353,40 @@ impl Jail<'_> {
         Ok(c)
     }
 
+    /// Runs `argv` in the sandbox in `cwd`, with our stdin, stdout and
+    /// stderr and no time limit (`trace exec`). Returns its exit code, or
+    /// `None` and why when it did not exit on its own (a signal).
+    pub(crate) fn exec(
+        &self,
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
+    ) -> Result<std::result::Result<i32, String>> {
+        let c = self.container()?;
+        let mut cmd = c.command(&argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir(cwd)
+            .stdin(hakoniwa::Stdio::inherit())
+            .stdout(hakoniwa::Stdio::inherit())
+            .stderr(hakoniwa::Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let status = cmd
+            .status()
+            .map_err(|e| Error::Internal(format!("cannot run the traced command: {e}")))?;
+        if status.exit_code.is_none() && status.code == 125 {
+            return Err(Error::Internal(format!(
+                "the traced command's sandbox failed: {}",
+                status.reason
+            )));
+        }
+        Ok(status.exit_code.ok_or(status.reason))
+    }
+
     /// Makes the sandbox once with a command that does nothing: an error
     /// says why the kernel (or this machine) refuses it.
-    fn probe(&self) -> std::result::Result<(), String> {
+    pub(crate) fn probe(&self) -> std::result::Result<(), String> {
         let c = self.container().map_err(|e| e.to_string())?;
         let null = || dev_null().map_err(|e| format!("cannot open /dev/null: {e}"));
         let status = c

@@ -5,7 +5,18 @@
 //! span on it (else a ghost), every such span's path is changed by the patch
 //! (else a phantom), and the patched tree holds the bytes the span says
 //! (else a hash miss). An open span is a miss too. A rename counts as its
-//! old path deleted plus its new path added. A malformed trace is an error.
+//! old path deleted plus its new path added. Paths that differ only in case
+//! or Unicode normalisation (one file on macOS and Windows), and spans of
+//! more than one agent, are misses. A malformed trace is an error.
+//!
+//! A trace begun with a key (`trace begin`) has a hash chain this property
+//! checks (it has no key: `capture --trace` checked every MAC with it and
+//! recorded the key's sha256 as `trace_auth` in the transcript receipt,
+//! `/inputs/transcript.json`). A forged, edited, removed or reordered line,
+//! a begin line naming another key than the receipt's, or a begun trace the
+//! receipt records no authentication for, is an error (never `holds`). A
+//! trace without a begin line is judged as before, with a finding saying it
+//! is unauthenticated.
 
 use agent_ledger_guest::{ChangeKind, Finding, Guest, Info, Outcome, Trial, finding};
 use sha2::{Digest, Sha256};
@@ -58,6 +69,40 @@ fn holding(sha256: Option<&str>) -> String {
     sha256.map_or_else(|| "no file".to_string(), |h| format!("sha256 {h}"))
 }
 
+/// The begun trace's key and run are the ones `capture --trace` verified
+/// every MAC with, as the transcript receipt records them.
+fn check_receipt(chain: &agent_ledger_trace::Chain) -> Result<(), String> {
+    let receipt = std::fs::read("/inputs/transcript.json")
+        .map_err(|e| format!("cannot read the transcript receipt: {e}"))?;
+    let receipt: serde_json::Value = serde_json::from_slice(&receipt)
+        .map_err(|e| format!("the transcript receipt is not JSON: {e}"))?;
+    let Some(auth) = receipt.get("trace_auth").filter(|a| !a.is_null()) else {
+        return Err(
+            "the trace was begun with a key, but the transcript receipt records no `trace_auth`: its MACs were never verified".into(),
+        );
+    };
+    let field = |name: &str| auth.get(name).and_then(|v| v.as_str()).unwrap_or("");
+    let begin = &chain.begin;
+    if Some(field("key_sha256")) != begin.key_sha256.as_deref() {
+        return Err(format!(
+            "the trace's begin line names key sha256 {}, the receipt verified the trace with key sha256 {}",
+            begin.key_sha256.as_deref().unwrap_or(""),
+            field("key_sha256")
+        ));
+    }
+    if field("run") != begin.run {
+        return Err(format!(
+            "the trace is run `{}`, the receipt verified run `{}`",
+            begin.run,
+            field("run")
+        ));
+    }
+    if field("verified") != "hmac-sha256" {
+        return Err("the receipt does not record the trace's MACs as verified".into());
+    }
+    Ok(())
+}
+
 impl Guest for SpanBijection {
     fn describe() -> Info {
         Info {
@@ -72,11 +117,20 @@ impl Guest for SpanBijection {
     fn check(trial: Trial) -> Result<Outcome, String> {
         let text = std::fs::read("/inputs/trace.jsonl")
             .map_err(|e| format!("no trace for this trial (`capture --trace`): {e}"))?;
-        let spans = agent_ledger_trace::parse(&text)
-            .map_err(|e| format!("malformed trace `/inputs/trace.jsonl`: {e}"))?;
+        let trace = agent_ledger_trace::parse_trace(&text).map_err(|e| {
+            if e.is_forgery() {
+                format!("the trace `/inputs/trace.jsonl` does not verify: {e}")
+            } else {
+                format!("malformed trace `/inputs/trace.jsonl`: {e}")
+            }
+        })?;
+        if let Some(chain) = &trace.chain {
+            check_receipt(chain)?;
+        }
+        let mut findings: Vec<Finding> = Vec::new();
+        let spans = trace.spans;
         let delta = delta(&trial);
         let judged = agent_ledger_trace::judge(&spans, &delta);
-        let mut findings: Vec<Finding> = Vec::new();
         for s in &judged.open {
             findings.push(finding(
                 &shown(&s.path),
@@ -124,8 +178,39 @@ impl Guest for SpanBijection {
                 ));
             }
         }
-        Ok(if findings.is_empty() {
-            Outcome::Holds(Vec::new())
+        for group in &judged.aliases {
+            let names: Vec<String> = group.iter().map(|p| shown(p)).collect();
+            findings.push(finding(
+                &names[0],
+                None,
+                format!(
+                    "alias: {} differ only in case or Unicode normalisation, one file on macOS and Windows",
+                    names.join(" and ")
+                ),
+            ));
+        }
+        for (agent, paths) in &judged.agents {
+            let names: Vec<String> = paths.iter().map(|p| shown(p)).collect();
+            findings.push(finding(
+                &names[0],
+                None,
+                format!(
+                    "two agents: agent {} wrote {}, and another agent wrote in the same workspace",
+                    agent.map_or_else(|| "(none)".to_string(), |a| format!("`{a}`")),
+                    names.join(", ")
+                ),
+            ));
+        }
+        let holds = findings.is_empty();
+        if trace.chain.is_none() {
+            findings.push(finding(
+                "trace.jsonl",
+                None,
+                "unauthenticated trace: it has no begin line (`trace begin`), so nothing binds its lines and anyone who could write the file could have written them",
+            ));
+        }
+        Ok(if holds {
+            Outcome::Holds(findings)
         } else {
             Outcome::Miss(findings)
         })

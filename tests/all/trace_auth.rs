@@ -1,0 +1,1148 @@
+//! Agent runs the gate can trust: `trace begin` (a clean workspace and a
+//! per-run key), every line chained and MACed, `trace exec` in the sandbox,
+//! `trace end`, and every way a hostile agent with a raw shell would try to
+//! make `reconcile` or `span_bijection` pass over an untraced change.
+
+use crate::support::*;
+use sha2::Digest;
+use std::path::{Path, PathBuf};
+
+/// A begun run: the source repository, a state directory holding the trace
+/// and its key, and the workspace.
+struct Run {
+    repo: DemoRepo,
+    _scratch: tempfile::TempDir,
+    trace: PathBuf,
+    workspace: PathBuf,
+}
+
+impl Run {
+    fn begin(agent: &str) -> Run {
+        Self::begin_in(DemoRepo::new(), agent)
+    }
+
+    fn begin_in(repo: DemoRepo, agent: &str) -> Run {
+        let scratch = tempdir();
+        let trace = scratch.path().join("state/trace.jsonl");
+        let workspace = scratch.path().join("ws");
+        let out = run(
+            repo.path(),
+            &[
+                "trace",
+                "begin",
+                "--agent",
+                agent,
+                "--trace",
+                trace.to_str().unwrap(),
+                "--workspace",
+                workspace.to_str().unwrap(),
+            ],
+        );
+        out.assert_code(0);
+        Run {
+            repo,
+            _scratch: scratch,
+            trace,
+            workspace,
+        }
+    }
+
+    fn key_file(&self) -> PathBuf {
+        PathBuf::from(format!("{}.key", self.trace.display()))
+    }
+
+    /// agent-ledger in the workspace, with the trace in the environment.
+    fn al(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
+        let mut cmd = command(&self.workspace);
+        cmd.env("AGENT_LEDGER_TRACE", &self.trace);
+        run_cmd(cmd, args, stdin)
+    }
+
+    fn write(&self, path: &str, bytes: &[u8]) -> Output {
+        self.al(&["trace", "write", path], Some(bytes))
+    }
+
+    fn reconcile(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["reconcile", "--repo", self.workspace.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        self.al(&args, None)
+    }
+
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.trace)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn set_lines(&self, lines: &[String]) {
+        std::fs::write(&self.trace, lines.join("\n") + "\n").unwrap();
+    }
+
+    /// A change made the way a raw shell makes it: no adapter.
+    fn shell_write(&self, path: &str, bytes: &str) {
+        write(&self.workspace.join(path), bytes);
+    }
+}
+
+fn run_cmd(mut cmd: std::process::Command, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    use std::process::Stdio;
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn agent-ledger");
+    if let Some(bytes) = stdin {
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(bytes);
+    }
+    let out = child.wait_with_output().expect("wait for agent-ledger");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The hostile agent's line pair: an open and a close span for `path`
+/// whose `after` is the sha256 of what the shell wrote there.
+fn forged_pair(path: &str, after: &str) -> [String; 2] {
+    let open = serde_json::json!({"schema": 1, "span": "f0rged", "event": "open",
+        "op": "write", "path": path, "before": null, "after": null,
+        "status": "open", "error": null, "ts": "2026-11-30T10:00:00Z"});
+    let mut close = open.clone();
+    close["event"] = "close".into();
+    close["status"] = "closed".into();
+    close["after"] = after.into();
+    [open.to_string(), close.to_string()]
+}
+
+#[track_caller]
+fn assert_forged(out: &Output, line: usize) {
+    out.assert_code(5);
+    assert!(
+        out.stdout.starts_with("forged: the trace ")
+            && out.stdout.contains(&format!(": line {line}: forged")),
+        "{}",
+        out.stdout
+    );
+}
+
+// ---- 1. the authenticated trace --------------------------------------------
+
+#[test]
+fn an_honest_begun_run_reconciles_authenticated_and_ends_with_its_patch() {
+    let r = Run::begin("agent-1");
+    let key = std::fs::read_to_string(r.key_file()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(r.key_file())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the key file is 0600");
+    r.write("docs/notes.md", b"# notes\n").assert_code(0);
+    r.al(&["trace", "delete", "README.md"], None).assert_code(0);
+    r.al(
+        &[
+            "trace",
+            "exec",
+            "--writes",
+            "build/out.txt",
+            "--",
+            "sh",
+            "-c",
+            "mkdir -p build && echo built > build/out.txt",
+        ],
+        None,
+    )
+    .assert_code(0);
+    let out = r.reconcile(&["--require-mutation", "--format", "json"]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["authenticated"]["agent"], "agent-1");
+    assert_eq!(v["authenticated"]["sealed"], false);
+    assert_eq!(
+        v["authenticated"]["key_sha256"],
+        sha256(&hex::decode(key.trim()).unwrap())
+    );
+    // Every span line names the agent the run was begun for.
+    for line in &r.lines()[1..] {
+        assert!(line.contains("\"agent\":\"agent-1\""), "{line}");
+    }
+
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(0);
+    assert!(end.stdout.starts_with("diff --git "), "{}", end.stdout);
+    for path in ["docs/notes.md", "README.md", "build/out.txt"] {
+        assert!(end.stdout.contains(&format!("b/{path}")), "{}", end.stdout);
+    }
+    assert!(end.stderr.contains("sealed"), "{}", end.stderr);
+    let last = r.lines().pop().unwrap();
+    assert!(last.contains("\"event\":\"end\""), "{last}");
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(0);
+    assert_eq!(out.json()["authenticated"]["sealed"], true);
+    // Sealed: nothing more is traced.
+    let late = r.write("late.txt", b"x");
+    late.assert_code(65);
+    assert!(late.stderr.contains("was ended"), "{}", late.stderr);
+    assert!(!r.workspace.join("late.txt").exists());
+    // The key never reaches any output.
+    for o in [&out, &end, &late] {
+        assert!(!o.stdout.contains(key.trim()) && !o.stderr.contains(key.trim()));
+    }
+
+    // The patch trace end printed captures as is, with the trace.
+    let cap = run_cmd(
+        command(r.repo.path()),
+        &[
+            "capture",
+            "--run",
+            "traced",
+            "--body",
+            "-",
+            "--trace",
+            r.trace.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        Some(end.stdout.as_bytes()),
+    );
+    cap.assert_code(0);
+    let receipt = cap.json();
+    assert_eq!(receipt["trace_auth"]["agent"], "agent-1");
+    assert_eq!(receipt["trace_auth"]["sealed"], true);
+    assert_eq!(receipt["trace_auth"]["verified"], "hmac-sha256");
+    assert_eq!(
+        receipt["trace_auth"]["key_sha256"],
+        v["authenticated"]["key_sha256"]
+    );
+    crate::schemas::assert_matches("transcript", &receipt);
+    // The key's digest is in the ledger, the key is not.
+    let ledger = r.repo.path().join(".agent-ledger");
+    for entry in walk(&ledger) {
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        assert!(!text.contains(key.trim()), "{}", entry.display());
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn hand_written_lines_over_a_shell_ghost_are_forged_not_reconciled() {
+    let r = Run::begin("a1");
+    r.write("ok.txt", b"fine\n").assert_code(0);
+    r.shell_write("ghost.txt", "written by a shell redirect\n");
+    let ghost_sha = sha256(b"written by a shell redirect\n");
+    let honest = r.lines();
+
+    // The two lines the seed's issue describes, appended as schema 1.
+    let mut lines = honest.clone();
+    lines.extend(forged_pair("ghost.txt", &ghost_sha));
+    r.set_lines(&lines);
+    assert_forged(&r.reconcile(&[]), 4);
+
+    // The same pair dressed as schema 2: this run's id, a correct `prev`
+    // for each line, and a made-up MAC.
+    let mut lines = honest.clone();
+    for raw in forged_pair("ghost.txt", &ghost_sha) {
+        let mut v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+        let begin: serde_json::Value = serde_json::from_str(&honest[0]).unwrap();
+        v["schema"] = 2.into();
+        v["agent"] = "a1".into();
+        v["run"] = begin["run"].clone();
+        v["prev"] = sha256(lines.last().unwrap().as_bytes()).into();
+        v["mac"] = "00".repeat(32).into();
+        lines.push(v.to_string());
+    }
+    r.set_lines(&lines);
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(5);
+    assert_eq!(out.json()["result"], "forged");
+    assert_eq!(out.json()["line"], 4);
+    assert!(
+        out.json()["reason"].as_str().unwrap().contains("MAC"),
+        "{}",
+        out.stdout
+    );
+    // capture refuses to store it, naming the line.
+    let cap = run_cmd(
+        command(r.repo.path()),
+        &[
+            "capture",
+            "--run",
+            "forged",
+            "--body",
+            fixture("capture/complete-multifile.diff").to_str().unwrap(),
+            "--trace",
+            r.trace.to_str().unwrap(),
+        ],
+        None,
+    );
+    cap.assert_code(65);
+    assert!(cap.stderr.contains("line 4: forged"), "{}", cap.stderr);
+    assert!(!r.repo.path().join(".agent-ledger/transcripts").exists());
+
+    // Without the forgery the shell write is what it is: a ghost.
+    r.set_lines(&honest);
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["ghost.txt"])
+    );
+}
+
+#[test]
+fn an_edited_line_is_forged() {
+    let r = Run::begin("a1");
+    r.write("a.txt", b"one\n").assert_code(0);
+    r.write("b.txt", b"two\n").assert_code(0);
+    // The shell rewrites a.txt; the agent edits its close line to match.
+    r.shell_write("a.txt", "evil\n");
+    let mut lines = r.lines();
+    lines[2] = lines[2].replace(&sha256(b"one\n"), &sha256(b"evil\n"));
+    r.set_lines(&lines);
+    // The next line's `prev` no longer names it.
+    assert_forged(&r.reconcile(&[]), 4);
+    // The last line edited: its MAC gives it away.
+    let mut lines = r.lines();
+    let n = lines.len() - 1;
+    lines[n] = lines[n].replace(&sha256(b"two\n"), &sha256(b"evil\n"));
+    lines[2] = lines[2].replace(&sha256(b"evil\n"), &sha256(b"one\n"));
+    r.set_lines(&lines);
+    assert_forged(&r.reconcile(&[]), 5);
+}
+
+#[test]
+fn a_removed_or_reordered_line_is_forged() {
+    let r = Run::begin("a1");
+    r.write("a.txt", b"one\n").assert_code(0);
+    r.write("b.txt", b"two\n").assert_code(0);
+    let honest = r.lines();
+    let mut removed = honest.clone();
+    removed.remove(2);
+    r.set_lines(&removed);
+    assert_forged(&r.reconcile(&[]), 3);
+    let mut swapped = honest.clone();
+    swapped.swap(1, 3);
+    r.set_lines(&swapped);
+    let out = r.reconcile(&[]);
+    out.assert_code(5);
+    // The begin line removed: the trace cannot pass for unauthenticated.
+    r.set_lines(&honest[1..]);
+    assert_forged(&r.reconcile(&[]), 1);
+    // The whole trace replaced by an unauthenticated one claiming a ghost:
+    // the run's key is still beside it.
+    r.shell_write("ghost.txt", "g\n");
+    let mut fake: Vec<String> = Vec::new();
+    fake.extend(forged_pair("ghost.txt", &sha256(b"g\n")));
+    r.set_lines(&fake);
+    let out = r.reconcile(&[]);
+    assert_forged(&out, 1);
+    assert!(out.stdout.contains("no begin line"), "{}", out.stdout);
+    // Emptied.
+    std::fs::write(&r.trace, "").unwrap();
+    assert_forged(&r.reconcile(&[]), 1);
+}
+
+#[test]
+fn a_line_from_another_run_is_forged() {
+    let r = Run::begin("a1");
+    let other = Run::begin("a1");
+    r.write("a.txt", b"one\n").assert_code(0);
+    other.shell_write("ghost.txt", "g\n");
+    // The other run traces the same ghost honestly; its lines are pasted
+    // into this run's trace, as they are and with this run's id and links.
+    other.write("ghost.txt", b"g\n").assert_code(0);
+    r.shell_write("ghost.txt", "g\n");
+    let theirs = other.lines();
+    let mut lines = r.lines();
+    lines.extend(theirs[1..].iter().cloned());
+    r.set_lines(&lines);
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(5);
+    assert!(
+        out.json()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to run"),
+        "{}",
+        out.stdout
+    );
+    let begin: serde_json::Value = serde_json::from_str(&r.lines()[0]).unwrap();
+    let mut lines: Vec<String> = r.lines()[..3].to_vec();
+    for raw in &theirs[1..] {
+        let mut v: serde_json::Value = serde_json::from_str(raw).unwrap();
+        v["run"] = begin["run"].clone();
+        v["prev"] = sha256(lines.last().unwrap().as_bytes()).into();
+        lines.push(v.to_string());
+    }
+    r.set_lines(&lines);
+    assert_forged(&r.reconcile(&[]), 4);
+    // Its begin line, with its own key beside: not this trace's key.
+    let out = other.reconcile(&["--trace-key", r.key_file().to_str().unwrap()]);
+    assert_forged(&out, 1);
+    assert!(out.stdout.contains("another run"), "{}", out.stdout);
+}
+
+#[test]
+fn a_second_begin_line_and_lines_after_the_end_are_forged() {
+    let r = Run::begin("a1");
+    r.write("a.txt", b"one\n").assert_code(0);
+    let honest = r.lines();
+    let mut twice = honest.clone();
+    twice.push(honest[0].clone());
+    r.set_lines(&twice);
+    assert_forged(&r.reconcile(&[]), 4);
+    r.set_lines(&honest);
+    r.al(&["trace", "end"], None).assert_code(0);
+    let mut after = r.lines();
+    after.push(honest[1].clone());
+    r.set_lines(&after);
+    let out = r.reconcile(&[]);
+    assert_forged(&out, 5);
+    assert!(
+        out.stdout.contains("follows the end line"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_begun_trace_needs_its_key() {
+    let r = Run::begin("a1");
+    r.write("a.txt", b"one\n").assert_code(0);
+    let moved = r.trace.with_file_name("elsewhere.key");
+    std::fs::rename(r.key_file(), &moved).unwrap();
+    let out = r.reconcile(&[]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("--trace-key"), "{}", out.stderr);
+    r.reconcile(&["--trace-key", moved.to_str().unwrap()])
+        .assert_code(0);
+}
+
+#[test]
+fn a_trace_without_a_begin_line_is_judged_as_before_and_says_so() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let trace = scratch.path().join("trace.jsonl");
+    let t = trace.to_str().unwrap();
+    run_with_stdin(
+        repo.path(),
+        &["trace", "write", "notes.txt", "--trace", t],
+        Some(b"n\n"),
+    )
+    .assert_code(0);
+    let out = run(repo.path(), &["reconcile", "--trace", t]);
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains("trace: unauthenticated (no begin line)"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        repo.path(),
+        &["reconcile", "--trace", t, "--format", "json"],
+    );
+    assert_eq!(out.json()["authenticated"], serde_json::Value::Null);
+    let cap = run(
+        repo.path(),
+        &[
+            "capture",
+            "--run",
+            "legacy",
+            "--body",
+            fixture("capture/complete-multifile.diff").to_str().unwrap(),
+            "--trace",
+            t,
+            "--format",
+            "json",
+        ],
+    );
+    cap.assert_code(0);
+    let receipt = cap.json();
+    assert_eq!(receipt["trace_auth"], serde_json::Value::Null);
+    assert_eq!(receipt["notes"][0]["code"], "unauthenticated_trace");
+}
+
+// ---- 2. the clean workspace -------------------------------------------------
+
+#[test]
+fn the_workspace_is_made_clean_at_the_pinned_revision() {
+    let repo = DemoRepo::new();
+    // The developer's own dirty files never reach the workspace.
+    write(&repo.path().join("README.md"), "dirty\n");
+    write(&repo.path().join("scratch.txt"), "mine\n");
+    let r = Run::begin_in(repo, "a1");
+    assert!(!r.workspace.join("scratch.txt").exists());
+    assert_ne!(
+        std::fs::read_to_string(r.workspace.join("README.md")).unwrap(),
+        "dirty\n"
+    );
+    r.reconcile(&[]).assert_code(0);
+    let begin: serde_json::Value = serde_json::from_str(&r.lines()[0]).unwrap();
+    assert_eq!(begin["base"], r.repo.base.as_str());
+    assert_eq!(
+        begin["workspace"],
+        r.workspace.canonicalize().unwrap().to_str().unwrap()
+    );
+}
+
+#[test]
+fn begin_refuses_a_trace_inside_the_repository_or_an_existing_workspace() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let inside = repo.path().join("trace.jsonl");
+    let out = run(
+        repo.path(),
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            inside.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("ws").to_str().unwrap(),
+        ],
+    );
+    out.assert_code(64);
+    assert!(
+        out.stderr.contains("inside the repository"),
+        "{}",
+        out.stderr
+    );
+    assert!(!inside.exists());
+    // A workspace inside the trace's directory would be hidden from exec.
+    let trace = scratch.path().join("trace.jsonl");
+    let out = run(
+        repo.path(),
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("ws").to_str().unwrap(),
+        ],
+    );
+    out.assert_code(64);
+    assert!(out.stderr.contains("hides"), "{}", out.stderr);
+    // An existing workspace is never reused or overwritten.
+    std::fs::create_dir_all(scratch.path().join("taken")).unwrap();
+    let trace = scratch.path().join("st/trace.jsonl");
+    let out = run(
+        repo.path(),
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("taken").to_str().unwrap(),
+        ],
+    );
+    out.assert_code(73);
+    assert!(!trace.exists());
+}
+
+#[test]
+fn the_default_workspace_is_beside_the_ledger() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let trace = scratch.path().join("st/trace.jsonl");
+    let out = run(
+        repo.path(),
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--run",
+            "r-1",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    out.assert_code(0);
+    let ws = repo.path().join(".agent-ledger-workspaces/r-1");
+    assert_eq!(
+        out.json()["workspace"],
+        ws.canonicalize().unwrap().to_str().unwrap()
+    );
+    assert!(ws.join("src/retry.py").exists());
+}
+
+// ---- 3. trace exec ----------------------------------------------------------
+
+#[test]
+fn a_ghost_written_by_a_shell_inside_trace_exec_is_caught() {
+    let r = Run::begin("a1");
+    let out = r.al(
+        &[
+            "trace",
+            "exec",
+            "--writes",
+            "out.txt",
+            "--",
+            "sh",
+            "-c",
+            "echo a > out.txt; echo b > sneaky.txt; rm README.md",
+        ],
+        None,
+    );
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("  README.md\n  sneaky.txt\n"),
+        "{}",
+        out.stderr
+    );
+    let rec = r.reconcile(&["--format", "json"]);
+    rec.assert_code(1);
+    assert_eq!(
+        rec.json()["report"]["ghosts"],
+        serde_json::json!(["README.md", "sneaky.txt"])
+    );
+    // The declared output got its span from the adapter itself.
+    assert!(
+        r.lines()
+            .iter()
+            .any(|l| l.contains("\"path\":\"out.txt\"") && l.contains("\"event\":\"close\""))
+    );
+}
+
+#[test]
+fn trace_exec_cannot_read_or_touch_the_trace_or_its_key() {
+    let r = Run::begin("a1");
+    r.write("a.txt", b"one\n").assert_code(0);
+    let key = std::fs::read_to_string(r.key_file()).unwrap();
+    let before = std::fs::read(&r.trace).unwrap();
+    let script = format!(
+        "cat '{trace}'; echo forged >> '{trace}'; rm -f '{key}'; ls -a '{dir}'; cat /proc/net/dev; cat '{key}'",
+        key = r.key_file().display(),
+        trace = r.trace.display(),
+        dir = r.trace.parent().unwrap().display()
+    );
+    let out = r.al(&["trace", "exec", "--", "sh", "-c", &script], None);
+    // The command fails (it could do none of it): exit 6, not a verdict.
+    out.assert_code(6);
+    assert!(!out.stdout.contains(key.trim()), "{}", out.stdout);
+    assert!(!out.stdout.contains("\"event\""), "{}", out.stdout);
+    assert_eq!(std::fs::read(&r.trace).unwrap(), before);
+    assert_eq!(std::fs::read_to_string(r.key_file()).unwrap(), key);
+    // No network: only a loopback in the sandbox's namespace.
+    let ifaces: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(':') && !l.contains('|'))
+        .map(|l| l.split(':').next().unwrap().trim())
+        .collect();
+    assert_eq!(ifaces, ["lo"], "{}", out.stdout);
+    r.reconcile(&[]).assert_code(0);
+}
+
+// ---- 4. the seed's limits ---------------------------------------------------
+
+#[test]
+fn paths_differing_only_in_case_or_normalisation_are_flagged() {
+    let r = Run::begin("a1");
+    r.write("Notes.md", b"a\n").assert_code(0);
+    r.write("notes.md", b"b\n").assert_code(0);
+    r.write("caf\u{e9}.txt", b"c\n").assert_code(0);
+    r.write("cafe\u{301}.txt", b"d\n").assert_code(0);
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["aliases"],
+        serde_json::json!([
+            ["cafe\u{301}.txt", "caf\u{e9}.txt"],
+            ["Notes.md", "notes.md"]
+        ])
+    );
+    let human = r.reconcile(&[]);
+    assert!(
+        human
+            .stdout
+            .contains("aliases (one file on case- or normalisation-insensitive file systems):\n")
+            && human.stdout.contains("\n  Notes.md = notes.md\n"),
+        "{}",
+        human.stdout
+    );
+    // A traced write whose alias a shell made.
+    let r = Run::begin("a1");
+    r.write("Makefile", b"all:\n").assert_code(0);
+    r.shell_write("makefile", "all:\n");
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["aliases"],
+        serde_json::json!([["Makefile", "makefile"]])
+    );
+}
+
+fn ignoring_repo(policy: Option<&str>) -> DemoRepo {
+    let policy = policy.map(str::to_string);
+    DemoRepo::with(move |root| {
+        write(&root.join(".gitignore"), "*.log\nbuild/\n");
+        if let Some(p) = policy {
+            let config = root.join("agent-ledger.toml");
+            let mut text = std::fs::read_to_string(&config).unwrap();
+            text = text.replace(
+                "[fixtures]",
+                &format!("[trace]\nignored = \"{p}\"\n\n[fixtures]"),
+            );
+            std::fs::write(config, text).unwrap();
+        }
+    })
+}
+
+#[test]
+fn ignored_paths_are_ghosts_under_deny_and_not_read_under_allow() {
+    for (policy, code) in [(None, 1), (Some("deny"), 1), (Some("allow"), 0)] {
+        let r = Run::begin_in(ignoring_repo(policy), "a1");
+        r.write("kept.txt", b"k\n").assert_code(0);
+        r.shell_write("debug.log", "untraced\n");
+        let out = r.reconcile(&["--format", "json"]);
+        out.assert_code(code);
+        if code == 1 {
+            assert_eq!(
+                out.json()["report"]["ghosts"],
+                serde_json::json!(["debug.log"]),
+                "{policy:?}"
+            );
+        }
+        // trace exec sees the same delta: an undeclared ignored write.
+        let out = r.al(
+            &[
+                "trace",
+                "exec",
+                "--",
+                "sh",
+                "-c",
+                "mkdir -p build && echo x > build/o.bin",
+            ],
+            None,
+        );
+        out.assert_code(if code == 1 { 1 } else { 0 });
+    }
+    // Under deny, a traced write to an ignored path reconciles and is in
+    // the patch trace end prints.
+    let r = Run::begin_in(ignoring_repo(None), "a1");
+    r.write("trace.log", b"traced\n").assert_code(0);
+    r.reconcile(&[]).assert_code(0);
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(0);
+    assert!(end.stdout.contains("b/trace.log"), "{}", end.stdout);
+}
+
+#[test]
+fn an_unknown_ignored_setting_is_refused() {
+    let repo = ignoring_repo(Some("sometimes"));
+    let scratch = tempdir();
+    let trace = scratch.path().join("st/trace.jsonl");
+    let out = run(
+        repo.path(),
+        &[
+            "trace",
+            "begin",
+            "--agent",
+            "a",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--workspace",
+            scratch.path().join("ws").to_str().unwrap(),
+        ],
+    );
+    out.assert_code(65);
+    assert!(out.stderr.contains("sometimes"), "{}", out.stderr);
+    assert!(!trace.exists() && !scratch.path().join("ws").exists());
+}
+
+#[test]
+fn a_second_agent_cannot_write_in_a_run_and_two_agents_in_a_trace_are_refused() {
+    let r = Run::begin("a1");
+    r.write("mine.txt", b"1\n").assert_code(0);
+    let out = r.al(
+        &["trace", "write", "--agent", "a2", "theirs.txt"],
+        Some(b"2\n"),
+    );
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("agent `a2` may not write `theirs.txt`")
+            && out.stderr.contains("belong to agent `a1`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!r.workspace.join("theirs.txt").exists());
+    r.reconcile(&[]).assert_code(0);
+
+    // An unauthenticated trace two agents wrote: refused, with the paths.
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let t = scratch.path().join("trace.jsonl");
+    for (agent, path) in [("a1", "x.txt"), ("a2", "y.txt"), ("a1", "z.txt")] {
+        run_with_stdin(
+            repo.path(),
+            &[
+                "trace",
+                "write",
+                path,
+                "--agent",
+                agent,
+                "--trace",
+                t.to_str().unwrap(),
+            ],
+            Some(b"v\n"),
+        )
+        .assert_code(0);
+    }
+    let out = run(
+        repo.path(),
+        &[
+            "reconcile",
+            "--trace",
+            t.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["agents"],
+        serde_json::json!([
+            {"agent": "a1", "paths": ["x.txt", "z.txt"]},
+            {"agent": "a2", "paths": ["y.txt"]}
+        ])
+    );
+    let human = run(repo.path(), &["reconcile", "--trace", t.to_str().unwrap()]);
+    assert!(
+        human.stdout.contains("more than one agent wrote this workspace:\n  agent `a1`: x.txt, z.txt\n  agent `a2`: y.txt\n"),
+        "{}",
+        human.stdout
+    );
+}
+
+#[test]
+fn a_no_op_begun_run_still_exits_3_under_require_mutation() {
+    let r = Run::begin("a1");
+    let out = r.reconcile(&["--require-mutation"]);
+    out.assert_code(3);
+    assert!(out.stdout.starts_with("no mutation"), "{}", out.stdout);
+    let end = r.al(&["trace", "end", "--require-mutation"], None);
+    end.assert_code(3);
+    assert!(end.stdout.is_empty(), "no patch: {}", end.stdout);
+    assert_eq!(r.lines().len(), 1, "not sealed");
+    r.reconcile(&[]).assert_code(0);
+}
+
+// ---- span_bijection ---------------------------------------------------------
+
+#[test]
+fn span_bijection_holds_on_a_begun_run_and_names_an_unauthenticated_one() {
+    let r = Run::begin("a1");
+    let fixed = std::fs::read_to_string(r.workspace.join("src/retry.py"))
+        .unwrap()
+        .replace("2 ** attempt", "2 ** (attempt - 1)");
+    r.write("src/retry.py", fixed.as_bytes()).assert_code(0);
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(0);
+    let config = r.trace.with_file_name("ledger.toml");
+    std::fs::write(
+        &config,
+        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"span_bijection\"\nplugin = \"builtin:span_bijection\"\n",
+    )
+    .unwrap();
+    let config = ["--config", config.to_str().unwrap()];
+    let capture = |run_id: &str, trace: &Path| {
+        run_cmd(
+            command(r.repo.path()),
+            &[
+                "capture",
+                "--run",
+                run_id,
+                "--body",
+                "-",
+                "--trace",
+                trace.to_str().unwrap(),
+            ],
+            Some(end.stdout.as_bytes()),
+        )
+        .assert_code(0);
+    };
+    capture("begun", &r.trace);
+    r.repo.check("begun", &config).assert_code(0);
+    let p = outcome(&r.repo.properties("begun"), "span_bijection").clone();
+    assert_eq!(p["outcome"], "holds", "{p}");
+    assert_eq!(p["findings"], serde_json::json!([]));
+
+    // The same spans with no begin line, no MACs: holds, and says so.
+    let legacy = r.trace.with_file_name("legacy.jsonl");
+    let stripped: Vec<String> = r.lines()[1..r.lines().len() - 1]
+        .iter()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for f in ["run", "prev", "mac"] {
+                o.remove(f);
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&legacy, stripped.join("\n") + "\n").unwrap();
+    capture("legacy", &legacy);
+    r.repo.check("legacy", &config).assert_code(0);
+    let p = outcome(&r.repo.properties("legacy"), "span_bijection").clone();
+    assert_eq!(p["outcome"], "holds", "{p}");
+    assert!(
+        p["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("unauthenticated trace"),
+        "{p}"
+    );
+}
+
+// ---- 5. OpenTelemetry export ------------------------------------------------
+
+/// Every key `mine` has, `theirs` has too, recursively: what the export
+/// wrote is all fields the OTLP protobuf types know (serde would otherwise
+/// skip an unknown one silently).
+fn known_fields(mine: &serde_json::Value, theirs: &serde_json::Value, at: &str) {
+    match (mine, theirs) {
+        (serde_json::Value::Object(m), serde_json::Value::Object(t)) => {
+            for (k, v) in m {
+                let Some(tv) = t.get(k) else {
+                    panic!("`{at}.{k}` is not an OTLP field");
+                };
+                known_fields(v, tv, &format!("{at}.{k}"));
+            }
+        }
+        (serde_json::Value::Array(m), serde_json::Value::Array(t)) => {
+            assert_eq!(m.len(), t.len(), "{at}");
+            for (i, (a, b)) in m.iter().zip(t).enumerate() {
+                known_fields(a, b, &format!("{at}[{i}]"));
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn export_writes_the_run_as_otlp_json() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use opentelemetry_proto::tonic::trace::v1::{span::SpanKind, status::StatusCode};
+    let r = Run::begin("agent-7");
+    r.write("a.txt", b"one\n").assert_code(0);
+    r.al(&["trace", "delete", "README.md"], None).assert_code(0);
+    r.al(
+        &[
+            "trace", "exec", "--writes", "b.txt", "--", "sh", "-c", "exit 3",
+        ],
+        None,
+    )
+    .assert_code(6);
+    let out_file = r.trace.with_file_name("otlp.json");
+    let o = out_file.to_str().unwrap();
+    r.al(&["trace", "export", "--otlp", o], None).assert_code(0);
+    // Never overwritten.
+    r.al(&["trace", "export", "--otlp", o], None)
+        .assert_code(73);
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let request: ExportTraceServiceRequest =
+        serde_json::from_str(&text).expect("OTLP/JSON the protobuf types parse");
+    let mine: serde_json::Value = serde_json::from_str(&text).unwrap();
+    known_fields(&mine, &serde_json::to_value(&request).unwrap(), "");
+
+    assert_eq!(request.resource_spans.len(), 1);
+    let rs = &request.resource_spans[0];
+    let spans = &rs.scope_spans[0].spans;
+    assert_eq!(spans.len(), 4, "the run and its three tool calls");
+    let root = &spans[0];
+    assert_eq!(root.name, "invoke_agent agent-7");
+    assert!(root.parent_span_id.is_empty());
+    assert_eq!(root.trace_id.len(), 16);
+    let attr = |span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str| {
+        span.attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| a.value.as_ref())
+            .and_then(|v| v.value.clone())
+    };
+    assert_eq!(
+        attr(root, "gen_ai.operation.name"),
+        Some(Any::StringValue("invoke_agent".into()))
+    );
+    assert_eq!(
+        attr(root, "agent_ledger.trace.authenticated"),
+        Some(Any::BoolValue(true))
+    );
+    let mut ids = std::collections::BTreeSet::new();
+    for (span, (op, path, code)) in spans[1..].iter().zip([
+        ("write", "a.txt", StatusCode::Ok),
+        ("delete", "README.md", StatusCode::Ok),
+        ("write", "b.txt", StatusCode::Error),
+    ]) {
+        assert_eq!(span.trace_id, root.trace_id);
+        assert_eq!(span.parent_span_id, root.span_id);
+        assert_eq!(span.span_id.len(), 8);
+        assert!(ids.insert(span.span_id.clone()));
+        assert_eq!(span.name, format!("execute_tool {op}"));
+        assert_eq!(span.kind, SpanKind::Internal as i32);
+        assert_eq!(span.status.as_ref().unwrap().code, code as i32);
+        assert!(span.start_time_unix_nano > 1_700_000_000_000_000_000);
+        assert!(span.end_time_unix_nano >= span.start_time_unix_nano);
+        assert_eq!(
+            attr(span, "gen_ai.tool.name"),
+            Some(Any::StringValue(op.into()))
+        );
+        assert_eq!(attr(span, "file.path"), Some(Any::StringValue(path.into())));
+        assert_eq!(
+            attr(span, "gen_ai.agent.id"),
+            Some(Any::StringValue("agent-7".into()))
+        );
+    }
+    assert_eq!(
+        attr(&spans[1], "agent_ledger.after_sha256"),
+        Some(Any::StringValue(sha256(b"one\n")))
+    );
+    assert!(
+        spans[3]
+            .status
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("status 3"),
+        "{:?}",
+        spans[3].status
+    );
+
+    // A forged trace is not exported.
+    let mut lines = r.lines();
+    lines.swap(1, 2);
+    r.set_lines(&lines);
+    let out = r.al(&["trace", "export", "--otlp", "-"], None);
+    out.assert_code(65);
+    assert!(out.stderr.contains("does not verify"), "{}", out.stderr);
+}
+
+// ---- the workspace's own git state is not the judge ----------------------
+
+#[test]
+fn a_ghost_hidden_by_the_workspaces_index_or_head_is_still_caught() {
+    // assume-unchanged on a file the shell rewrote: git status would say
+    // clean; the judge reads a private index made from the base.
+    let r = Run::begin("a1");
+    r.write("ok.txt", b"ok\n").assert_code(0);
+    r.shell_write("README.md", "rewritten behind the adapter\n");
+    git(
+        &r.workspace,
+        &["update-index", "--assume-unchanged", "README.md"],
+    );
+    assert!(
+        !git(&r.workspace, &["status", "--porcelain"]).contains("README.md"),
+        "git itself is fooled"
+    );
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["README.md"])
+    );
+
+    // The change committed: HEAD is no longer the run's base.
+    let r = Run::begin("a1");
+    r.shell_write("ghost.txt", "g\n");
+    git(&r.workspace, &["add", "ghost.txt"]);
+    git(&r.workspace, &["commit", "-qm", "hide"]);
+    let out = r.reconcile(&[]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("HEAD was moved"), "{}", out.stderr);
+    r.al(&["trace", "end"], None).assert_code(65);
+    let w = r.write("x.txt", b"x\n");
+    w.assert_code(65);
+    assert!(!r.workspace.join("x.txt").exists());
+
+    // `.git` pointed at another git directory.
+    let r = Run::begin("a1");
+    r.shell_write("ghost.txt", "g\n");
+    let other = r.repo.path().join(".git");
+    std::fs::write(
+        r.workspace.join(".git"),
+        format!("gitdir: {}\n", other.display()),
+    )
+    .unwrap();
+    let out = r.reconcile(&[]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("`.git` was replaced"), "{}", out.stderr);
+}
+
+#[test]
+fn a_receipt_whose_trace_auth_disagrees_with_its_trace_is_refused() {
+    let r = Run::begin("a1");
+    r.write("notes.md", b"n\n").assert_code(0);
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(0);
+    run_cmd(
+        command(r.repo.path()),
+        &[
+            "capture",
+            "--run",
+            "t",
+            "--body",
+            "-",
+            "--trace",
+            r.trace.to_str().unwrap(),
+        ],
+        Some(end.stdout.as_bytes()),
+    )
+    .assert_code(0);
+    let receipt = r.repo.path().join(".agent-ledger/transcripts/t.json");
+    let text = std::fs::read_to_string(&receipt).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Another key's digest, and then no trace_auth at all (as if the
+    // trace had been captured unauthenticated).
+    v["trace_auth"]["key_sha256"] = "ab".repeat(32).into();
+    std::fs::write(&receipt, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let out = r.repo.check("t", &[]);
+    out.assert_code(65);
+    assert!(
+        out.stderr
+            .contains("field `trace_auth` does not follow from the stored trace"),
+        "{}",
+        out.stderr
+    );
+    v.as_object_mut().unwrap().remove("trace_auth");
+    std::fs::write(&receipt, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let out = r.repo.check("t", &[]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("trace_auth"), "{}", out.stderr);
+}
