@@ -14,7 +14,7 @@ use std::path::PathBuf;
     about = "Judge a captured coding-agent patch without false greens",
     long_about = "Judge a captured coding-agent patch without false greens.\n\n\
         Exit codes: 0 review/ok, 2 incomplete, 3 fixture_mismatch, 4 reject; \
-        1/2/3 reconcile, 5 verify, 6 a traced command failed; \
+        1/2/3/5 reconcile, 5 verify, 6 a traced command failed; \
         64 usage, 65 bad data, 66 missing input, 70 internal, 73 cannot create, 74 I/O."
 )]
 pub struct Cli {
@@ -43,7 +43,7 @@ pub enum Command {
     Check(commands::check::CheckArgs),
     /// The traced adapter: write, delete or run a command with every change on the trace.
     Trace(commands::trace::TraceArgs),
-    /// Compare a trace with the working tree (exit 0 agree, 1 ghost/phantom/hash miss, 2 open span, 3 no mutation).
+    /// Compare a trace with the working tree (exit 0 agree, 1 ghost/phantom/hash miss/alias, 2 open span, 3 no mutation, 5 forged).
     Reconcile(commands::reconcile::ReconcileArgs),
     /// Flake freezes: observe (from evidence only), list, prune.
     Flake(commands::flake::FlakeArgs),
