@@ -49,7 +49,12 @@ pub fn run(dir: &Path, args: &[&str]) -> Output {
 }
 
 pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut cmd = command(dir);
+    run_command(command(dir), args, stdin)
+}
+
+/// Runs `cmd` (as [`command`] made it, with any environment added) with
+/// `args`, feeding it `stdin`.
+pub fn run_command(mut cmd: Command, args: &[&str], stdin: Option<&[u8]>) -> Output {
     cmd.args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()

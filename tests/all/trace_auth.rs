@@ -55,7 +55,7 @@ impl Run {
     fn al(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
         let mut cmd = command(&self.workspace);
         cmd.env("AGENT_LEDGER_TRACE", &self.trace);
-        run_cmd(cmd, args, stdin)
+        run_command(cmd, args, stdin)
     }
 
     fn write(&self, path: &str, bytes: &[u8]) -> Output {
@@ -83,29 +83,6 @@ impl Run {
     /// A change made the way a raw shell makes it: no adapter.
     fn shell_write(&self, path: &str, bytes: &str) {
         write(&self.workspace.join(path), bytes);
-    }
-}
-
-fn run_cmd(mut cmd: std::process::Command, args: &[&str], stdin: Option<&[u8]>) -> Output {
-    use std::process::Stdio;
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn agent-ledger");
-    if let Some(bytes) = stdin {
-        use std::io::Write;
-        let _ = child.stdin.take().unwrap().write_all(bytes);
-    }
-    let out = child.wait_with_output().expect("wait for agent-ledger");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 
@@ -202,7 +179,7 @@ fn an_honest_begun_run_reconciles_authenticated_and_ends_with_its_patch() {
     }
 
     // The patch trace end printed captures as is, with the trace.
-    let cap = run_cmd(
+    let cap = run_command(
         command(r.repo.path()),
         &[
             "capture",
@@ -286,7 +263,7 @@ fn hand_written_lines_over_a_shell_ghost_are_forged_not_reconciled() {
         out.stdout
     );
     // capture refuses to store it, naming the line.
-    let cap = run_cmd(
+    let cap = run_command(
         command(r.repo.path()),
         &[
             "capture",
@@ -882,7 +859,7 @@ fn span_bijection_holds_on_a_begun_run_and_names_an_unauthenticated_one() {
     .unwrap();
     let config = ["--config", config.to_str().unwrap()];
     let capture = |run_id: &str, trace: &Path| {
-        run_cmd(
+        run_command(
             command(r.repo.path()),
             &[
                 "capture",
@@ -1111,7 +1088,7 @@ fn a_receipt_whose_trace_auth_disagrees_with_its_trace_is_refused() {
     r.write("notes.md", b"n\n").assert_code(0);
     let end = r.al(&["trace", "end"], None);
     end.assert_code(0);
-    run_cmd(
+    run_command(
         command(r.repo.path()),
         &[
             "capture",
