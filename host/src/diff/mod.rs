@@ -28,6 +28,7 @@ pub mod code {
     pub const EMPTY_FILE_SECTION: &str = "empty_file_section";
     pub const BINARY_WITHOUT_DATA: &str = "binary_without_data";
     pub const BINARY_TRUNCATED: &str = "binary_truncated";
+    pub const BINARY_TOO_LARGE: &str = "binary_too_large";
     pub const UNTERMINATED_LINE: &str = "unterminated_line";
 }
 
@@ -58,6 +59,11 @@ pub struct Analysis {
 
 /// Past this many faults the parser stops: the body is incomplete anyway.
 const MAX_REASONS: usize = 32;
+
+/// The most bytes the `GIT binary patch` blocks of one patch may declare,
+/// all together: a small literal can declare a huge file, which replay
+/// would write and hash (a 1.7 MB body declared 300 MiB).
+pub const BINARY_DECLARED_CAP: u64 = 64 << 20;
 
 /// Analyses `patch` as a unified diff: every fault (not just the first),
 /// the strip level it needs, and harmless irregularities.
@@ -90,6 +96,7 @@ pub fn analyze(patch: &[u8]) -> Analysis {
         notes: Vec::new(),
         strips: Vec::new(),
         fenced: false,
+        binary_declared: 0,
     };
     match check_start(&lines, first) {
         Start::Diff => {}
@@ -238,6 +245,8 @@ struct Parser<'a> {
     strips: Vec<(usize, u32)>,
     /// The body opened a markdown fence before the diff.
     fenced: bool,
+    /// Bytes the binary blocks so far declare.
+    binary_declared: u64,
 }
 
 fn show(line: &[u8]) -> String {
@@ -670,6 +679,17 @@ impl<'a> Parser<'a> {
                     )
                 })?;
             let block_line = self.lineno();
+            self.binary_declared = self.binary_declared.saturating_add(size);
+            if self.binary_declared > BINARY_DECLARED_CAP {
+                return Err(Reason::new(
+                    code::BINARY_TOO_LARGE,
+                    format!(
+                        "line {block_line}: binary blocks declare {} bytes in all, past the cap of {} MiB",
+                        self.binary_declared,
+                        BINARY_DECLARED_CAP >> 20
+                    ),
+                ));
+            }
             self.i += 1;
             let mut data = Vec::new();
             loop {
