@@ -19,17 +19,22 @@ if [ ! -x "$out/venv/bin/componentize-py" ]; then
 fi
 cat > "$out/app/app.py" <<'PY'
 from wit_world import exports
-from wit_world.imports import types
+from wit_world.imports.agent_ledger_property_types import (
+    Info,
+    Outcome,
+    Outcome_Holds,
+    Trial,
+)
 
 
 class Property(exports.Property):
-    def describe(self) -> types.Info:
-        return types.Info(name="py_bench", version="0.1.0", summary="holds")
+    def describe(self) -> Info:
+        return Info(name="py_bench", version="0.1.0", summary="holds")
 
-    def check(self, trial: types.Trial) -> types.Outcome:
-        return types.Outcome_Holds([])
+    def check(self, trial: Trial) -> Outcome:
+        return Outcome_Holds([])
 PY
-if [ ! -f "$out/python.wasm" ] || [ "$root/wit/property.wit" -nt "$out/python.wasm" ]; then
+if [ ! -f "$out/python.wasm" ] || [ "$root/wit/property.wit" -nt "$out/python.wasm" ] || [ "$0" -nt "$out/python.wasm" ]; then
     (cd "$out/app" && "$out/venv/bin/componentize-py" -d "$root/wit" -w plugin \
         componentize app -o "$out/python.wasm" >/dev/null)
 fi
