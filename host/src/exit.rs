@@ -17,7 +17,7 @@ pub enum ExitCode {
     /// 0: `review`, a complete capture, a matching lock, a reconciled trace,
     /// a verified ledger, a command that did what it was asked.
     Ok,
-    /// 1: `reconcile` found a ghost, phantom or hash miss; `trace exec` saw
+    /// 1: `reconcile` found a ghost, phantom, hash miss or break; `trace exec` saw
     /// its command change a path it did not declare.
     Mismatch,
     /// 2: the `incomplete` verdict (the transcript is missing or not whole).

@@ -17,6 +17,7 @@
 
 use crate::exit::{Error, Result};
 use cap_std::fs::Dir;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -191,6 +192,44 @@ impl Repo {
         cmd
     }
 
+    /// This working tree seen through a git directory of our own, made in
+    /// `dir`: HEAD detached at `commit`, this repository's objects as an
+    /// alternate (read-only; objects written go to `dir`), and nothing else:
+    /// no configuration (so no filter or other program the repository's
+    /// config names), no `info/attributes` (so no attribute selects one,
+    /// and no text conversion hides a change), no `info/exclude`, no hooks,
+    /// no index. What an agent wrote into the repository's git directory
+    /// has no say in how its tree is judged.
+    pub fn isolated(&self, commit: &str, dir: &Path) -> Result<Repo> {
+        let git_dir = dir.join("git");
+        let objects = git_dir.join("objects");
+        let info = objects.join("info");
+        let refs = git_dir.join("refs");
+        for d in [&info, &refs] {
+            std::fs::create_dir_all(d).map_err(|e| Error::write(d, e))?;
+        }
+        let write = |path: PathBuf, text: String| {
+            std::fs::write(&path, text).map_err(|e| Error::write(&path, e))
+        };
+        let config = if self.empty_tree == EMPTY_TREE_SHA256 {
+            "[core]\n\trepositoryformatversion = 1\n\tbare = false\n[extensions]\n\tobjectformat = sha256\n"
+        } else {
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+        };
+        write(git_dir.join("config"), config.to_string())?;
+        write(git_dir.join("HEAD"), format!("{commit}\n"))?;
+        write(
+            info.join("alternates"),
+            format!("{}\n", self.objects.display()),
+        )?;
+        Ok(Repo {
+            root: self.root.clone(),
+            git_dir,
+            objects,
+            empty_tree: self.empty_tree,
+        })
+    }
+
     /// The full object id of `rev` as a commit.
     pub fn resolve_commit(&self, rev: &str) -> Result<String> {
         let out = self
@@ -222,6 +261,117 @@ impl Repo {
         }
         let out = run(self.command().args(["cat-file", "blob", &spec]), "cat-file")?;
         Ok(Some(out.stdout))
+    }
+
+    /// What `tree_ish` holds at each of `paths`, as a trace entry
+    /// (`agent_ledger_trace::entry`: the sha256 of the blob with its kind);
+    /// `None` where the path is absent or a directory. A submodule commit
+    /// is `160000:` and its object id, which no span records.
+    pub fn entries_at(
+        &self,
+        tree_ish: &str,
+        paths: &[&[u8]],
+    ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut out: BTreeMap<Vec<u8>, Option<String>> =
+            paths.iter().map(|p| (p.to_vec(), None)).collect();
+        // (path, kind, blob id) of every wanted path that is a file.
+        let mut blobs: Vec<(Vec<u8>, agent_ledger_trace::entry::Kind, String)> = Vec::new();
+        for chunk in paths.chunks(256) {
+            let listed = run(
+                self.command()
+                    .env("GIT_LITERAL_PATHSPECS", "1")
+                    .args(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options"])
+                    .arg(tree_ish)
+                    .arg("--")
+                    .args(chunk.iter().map(|p| std::ffi::OsStr::from_bytes(p))),
+                "ls-tree",
+            )?;
+            for rec in listed.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+                let Some(tab) = rec.iter().position(|&b| b == b'\t') else {
+                    return Err(Error::Internal("unexpected git ls-tree output".into()));
+                };
+                let (meta, path) = (&rec[..tab], &rec[tab + 1..]);
+                let Some(slot) = out.get_mut(path) else {
+                    continue;
+                };
+                let meta = String::from_utf8_lossy(meta);
+                let mut fields = meta.split(' ');
+                let (mode, kind, oid) = (fields.next(), fields.next(), fields.next());
+                match (
+                    mode.and_then(agent_ledger_trace::entry::Kind::from_git_mode),
+                    kind,
+                    oid,
+                ) {
+                    (Some(k), Some("blob"), Some(oid)) => {
+                        blobs.push((path.to_vec(), k, oid.into()))
+                    }
+                    (_, _, Some(oid)) => *slot = Some(format!("{}:{oid}", mode.unwrap_or(""))),
+                    _ => return Err(Error::Internal("unexpected git ls-tree output".into())),
+                }
+            }
+        }
+        if blobs.is_empty() {
+            return Ok(out);
+        }
+        // Each blob's bytes, streamed through sha256.
+        let mut child = self
+            .command()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Error::Internal(format!("cannot run git cat-file: {e}")))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let ids: Vec<u8> = blobs
+            .iter()
+            .flat_map(|(_, _, oid)| format!("{oid}\n").into_bytes())
+            .collect();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            stdin.write_all(&ids)
+        });
+        let mut reader = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let hashed = (|| -> std::io::Result<Vec<String>> {
+            use sha2::Digest;
+            use std::io::{BufRead, Read};
+            let mut hashes = Vec::new();
+            for _ in &blobs {
+                let mut header = String::new();
+                reader.read_line(&mut header)?;
+                let size: u64 = header
+                    .trim_end()
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| {
+                        std::io::Error::other(format!("header `{}`", header.trim_end()))
+                    })?;
+                let mut hasher = sha2::Sha256::new();
+                let copied = std::io::copy(&mut (&mut reader).take(size), &mut hasher)?;
+                if copied != size {
+                    return Err(std::io::Error::other("short blob"));
+                }
+                let mut newline = [0u8; 1];
+                reader.read_exact(&mut newline)?;
+                hashes.push(hex::encode(hasher.finalize()));
+            }
+            Ok(hashes)
+        })();
+        let _ = writer.join();
+        let status = child
+            .wait()
+            .map_err(|e| Error::Internal(format!("cannot run git cat-file: {e}")))?;
+        let hashes =
+            hashed.map_err(|e| Error::Internal(format!("unexpected git cat-file output: {e}")))?;
+        if !status.success() {
+            return Err(Error::Internal("git cat-file --batch failed".into()));
+        }
+        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
+            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
+        }
+        Ok(out)
     }
 
     /// A command in a trial tree: its own index and object directory.
@@ -258,6 +408,9 @@ impl Repo {
         Ok(co)
     }
 }
+
+/// A changed path and its git mode before and after (`None`: absent).
+pub type ModeChange = (Vec<u8>, Option<String>, Option<String>);
 
 /// A checked-out tree in a temp dir.
 pub struct Checkout {
@@ -363,6 +516,39 @@ impl Checkout {
         } else {
             Applied::Refused(String::from_utf8_lossy(&out.stderr).trim().to_string())
         })
+    }
+
+    /// Every path that differs between `commit` and the index (a rename as
+    /// its two paths), with its git mode at `commit` and in the index
+    /// (`None`: absent), sorted by path.
+    pub fn modes_since(&self, commit: &str) -> Result<Vec<ModeChange>> {
+        let out = run(
+            self.git().args([
+                "diff-index",
+                "--cached",
+                "-z",
+                "--raw",
+                "--no-renames",
+                "--no-ext-diff",
+                "--end-of-options",
+                commit,
+            ]),
+            "diff-index",
+        )?;
+        let mut fields = out.stdout.split(|&b| b == 0).filter(|f| !f.is_empty());
+        let mut modes = Vec::new();
+        let mode = |m: &str| (m != "000000").then(|| m.to_string());
+        while let Some(meta) = fields.next() {
+            let meta = String::from_utf8_lossy(meta);
+            let mut parts = meta.trim_start_matches(':').split(' ');
+            let (old, new) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let path = fields.next().ok_or_else(|| {
+                Error::Internal("git diff-index --raw: a record without its path".into())
+            })?;
+            modes.push((path.to_vec(), mode(old), mode(new)));
+        }
+        modes.sort();
+        Ok(modes)
     }
 
     /// Every path that differs between `commit` and the index, renames

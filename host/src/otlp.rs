@@ -50,7 +50,7 @@ fn nanos(trace: &Path, line: usize, ts: &str) -> Result<String> {
 
 /// The OTLP/JSON document of a trace file.
 pub fn document(trace: &Path, bytes: &[u8]) -> Result<Value> {
-    let verified = match crate::trace::verify(trace, bytes, None)? {
+    let verified = match crate::trace::verify(trace, bytes, None, None)? {
         Ok(v) => v,
         Err(forged) => {
             return Err(Error::data(

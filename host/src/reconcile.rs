@@ -17,39 +17,44 @@ use crate::trace::Span;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// Paths that differ from HEAD in the working tree or index; with
 /// `ignored`, every git-ignored file too. With `base` (a begun run), the
-/// index is a private one read from `base`, so nothing the agent did to the
-/// workspace's own index (staged changes, `assume-unchanged` or
-/// `skip-worktree` bits) hides a change.
+/// tree is seen through a git directory of our own (`Repo::isolated`) with
+/// an index read from `base`, so nothing the agent did to the workspace's
+/// index (staged changes, `assume-unchanged` or `skip-worktree` bits) or to
+/// the repository's git directory (`info/attributes`, a filter in its
+/// config, `info/exclude`) hides a change or runs a program.
 pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<BTreeSet<Vec<u8>>> {
     // The hermetic git of `git`: no global config, excludes file, fsmonitor
     // or hook of the agent's choosing takes part in judging its tree.
     let git = crate::git::Repo::open(repo)?;
-    let scratch;
-    let mut cmd = git.command();
-    if let Some(base) = base {
-        scratch = crate::replay::tempdir()?;
-        let index = scratch.path().join("index");
-        let out = git
-            .command()
-            .env("GIT_INDEX_FILE", &index)
-            .args(["read-tree", base])
-            .output()
-            .map_err(|e| Error::Internal(format!("cannot run git read-tree: {e}")))?;
-        if !out.status.success() {
-            return Err(Error::Missing(format!(
-                "`{}`: git read-tree {base} failed: {}",
-                repo.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        cmd.env("GIT_INDEX_FILE", index);
+    let Some(base) = base else {
+        return status(&git, ignored);
+    };
+    let scratch = crate::replay::tempdir()?;
+    let isolated = git.isolated(base, scratch.path())?;
+    let out = isolated
+        .command()
+        .args(["read-tree", base])
+        .output()
+        .map_err(|e| Error::Internal(format!("cannot run git read-tree: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Missing(format!(
+            "`{}`: git read-tree {base} failed: {}",
+            repo.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
-    let out = cmd
+    status(&isolated, ignored)
+}
+
+/// `git status` of `git`'s working tree as a set of changed paths.
+fn status(git: &crate::git::Repo, ignored: bool) -> Result<BTreeSet<Vec<u8>>> {
+    let out = git
+        .command()
         .args([
             "-c",
             "core.quotePath=false",
@@ -64,7 +69,7 @@ pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<B
     if !out.status.success() {
         return Err(Error::Missing(format!(
             "`{}`: git status failed: {}",
-            repo.display(),
+            git.root.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
@@ -125,21 +130,26 @@ pub fn abs(repo: &Path, path: &[u8]) -> PathBuf {
     repo.join(OsStr::from_bytes(path))
 }
 
-/// sha256 of the file at `path` in `repo`, `None` when absent.
+/// What `path` in `repo` holds, as a span records it
+/// (`agent_ledger_trace::entry`): the sha256 of a file's bytes or a
+/// symlink's target, with its kind; `None` when absent or a directory.
 pub fn hash_at(repo: &Path, path: &[u8]) -> Result<Option<String>> {
+    use agent_ledger_trace::entry::{Kind, digest};
+    use std::os::unix::fs::PermissionsExt;
     let p = abs(repo, path);
     match std::fs::symlink_metadata(&p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::read(&p, e)),
         Ok(m) if m.file_type().is_symlink() => {
             let target = std::fs::read_link(&p).map_err(|e| Error::read(&p, e))?;
-            Ok(Some(crate::digest::sha256_hex(
-                target.as_os_str().as_bytes(),
+            Ok(Some(digest(
+                Kind::Symlink,
+                &crate::digest::sha256_hex(target.as_os_str().as_bytes()),
             )))
         }
         Ok(m) if m.is_dir() => Ok(None),
-        Ok(_) => sha256_file(&p)
-            .map(|(h, _)| Some(h))
+        Ok(m) => sha256_file(&p)
+            .map(|(h, _)| Some(digest(Kind::of_file_mode(m.permissions().mode()), &h)))
             .map_err(|e| Error::read(&p, e)),
     }
 }
@@ -162,12 +172,32 @@ pub struct HashMiss {
     pub actual: Option<String>,
 }
 
+/// A span whose `before` does not chain.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SpanBreak {
+    pub path: String,
+    pub span: String,
+    /// 1-based line of the span's open line.
+    pub line: usize,
+    /// The span before it on the path (null: the base revision).
+    pub previous: Option<String>,
+    /// What the path held, as the base or the previous span says (null:
+    /// absent).
+    pub expected: Option<String>,
+    /// What this span recorded as `before` (null: absent).
+    pub found: Option<String>,
+}
+
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Report {
     pub open: Vec<OpenSpan>,
     pub ghosts: Vec<String>,
     pub phantoms: Vec<String>,
     pub hash_misses: Vec<HashMiss>,
+    /// Spans whose `before` is not what the path held (the base's entry for
+    /// a path's first span, else what the span before it left): the path
+    /// changed outside the trace between two tool calls.
+    pub breaks: Vec<SpanBreak>,
     /// Closed write/delete spans counted.
     pub mutating_spans: usize,
     /// Paths in the delta.
@@ -192,46 +222,188 @@ impl Report {
         !self.ghosts.is_empty()
             || !self.phantoms.is_empty()
             || !self.hash_misses.is_empty()
+            || !self.breaks.is_empty()
             || !self.aliases.is_empty()
             || !self.agents.is_empty()
     }
 }
 
-/// Judges spans against the working tree. `exclude` are paths never counted
-/// as changed (the trace file itself, the ledger); `ignored`: git-ignored
-/// files are part of the delta (`[trace] ignored = "deny"`); `base`: the
-/// revision a begun run started at (see [`changed_paths`]).
+/// Which tree is judged: the working tree as it is, or a snapshot of it
+/// (a tree object written from a private index, as `trace end` takes one
+/// so that the patch it prints is the tree it judged).
+#[derive(Debug, Clone, Copy)]
+pub enum Judged<'a> {
+    Worktree,
+    /// A tree object and the repository (an isolated one) holding it.
+    Snapshot {
+        git: &'a crate::git::Repo,
+        tree: &'a str,
+    },
+}
+
+/// Every entry named `.git` (in any case) below the top of `root`, which
+/// git skips: repository-relative paths, sorted. Symlinks are not followed.
+fn dot_git_entries(root: &Path) -> Result<Vec<Vec<u8>>> {
+    let mut found = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        let dir = root.join(&rel);
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::read(&dir, e))? {
+            let entry = entry.map_err(|e| Error::read(&dir, e))?;
+            let name = entry.file_name();
+            let path = rel.join(&name);
+            if name.as_bytes().eq_ignore_ascii_case(b".git") {
+                if !rel.as_os_str().is_empty() {
+                    found.push(path.into_os_string().into_vec());
+                }
+                continue;
+            }
+            let kind = entry
+                .file_type()
+                .map_err(|e| Error::read(&entry.path(), e))?;
+            if kind.is_dir() {
+                dirs.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Paths where `tree` differs from `base`, renames as their two paths.
+fn changed_in_tree(git: &crate::git::Repo, base: &str, tree: &str) -> Result<BTreeSet<Vec<u8>>> {
+    let out = git
+        .command()
+        .args([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            "--no-renames",
+            "--no-ext-diff",
+            "--end-of-options",
+            base,
+            tree,
+        ])
+        .output()
+        .map_err(|e| Error::Internal(format!("cannot run git diff-tree: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Internal(format!(
+            "git diff-tree failed in `{}`: {}",
+            git.root.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
+/// Judges spans against the working tree (or a snapshot of it). `exclude`
+/// are paths never counted as changed (the trace file itself, the ledger);
+/// `ignored`: git-ignored files are part of the delta (`[trace] ignored =
+/// "deny"`); `base`: the revision a begun run started at (see
+/// [`changed_paths`]), else HEAD. Each path's first span must find what
+/// the base holds there, and each later span what the one before it left
+/// (`agent_ledger_trace::judge`): a break otherwise.
 pub fn reconcile(
     repo: &Path,
     spans: &[Span],
     exclude: &[Vec<u8>],
     ignored: bool,
     base: Option<&str>,
+    tree: Judged<'_>,
 ) -> Result<Report> {
     let excluded = |p: &[u8]| {
         exclude
             .iter()
             .any(|e| p == e.as_slice() || (p.starts_with(e) && p.get(e.len()) == Some(&b'/')))
     };
-    let delta: BTreeSet<Vec<u8>> = changed_paths(repo, ignored, base)?
-        .into_iter()
-        .filter(|p| !excluded(p))
-        .collect();
+    let git = crate::git::Repo::open(repo)?;
+    // The revision the first span on each path starts from; a repository
+    // without a commit starts from nothing.
+    let start = match base {
+        Some(b) => Some(b.to_string()),
+        None => git.resolve_commit("HEAD").ok(),
+    };
+    let changed = match tree {
+        Judged::Worktree => changed_paths(repo, ignored, base)?,
+        Judged::Snapshot { git, tree } => changed_in_tree(
+            git,
+            start
+                .as_deref()
+                .ok_or_else(|| Error::Internal("a snapshot is judged against a revision".into()))?,
+            tree,
+        )?,
+    };
+    let mut delta: BTreeSet<Vec<u8>> = changed.into_iter().filter(|p| !excluded(p)).collect();
+    if base.is_some() {
+        // Git never lists a path named `.git`, so what an agent puts there
+        // is invisible to every git command: in a begun run's workspace,
+        // each one is a change no span can own.
+        delta.extend(dot_git_entries(repo)?);
+    }
     let judged = agent_ledger_trace::judge(spans, &delta);
-    // Hash the owned paths in parallel: on a large delta this is the cost
-    // reconcile adds to `git status`.
-    let misses: Vec<Option<HashMiss>> = judged
+    // What the judged tree holds at each owned path. Hash the working tree
+    // in parallel: on a large delta this is the cost reconcile adds to `git
+    // status`.
+    let owned_paths: Vec<&[u8]> = judged.owned.iter().map(|o| o.path).collect();
+    let now: Vec<Option<String>> = match tree {
+        Judged::Worktree => owned_paths
+            .par_iter()
+            .map(|p| hash_at(repo, p))
+            .collect::<Result<_>>()?,
+        Judged::Snapshot { git, tree } => {
+            let mut at = git.entries_at(tree, &owned_paths)?;
+            owned_paths
+                .iter()
+                .map(|p| at.remove(*p).flatten())
+                .collect()
+        }
+    };
+    let misses = judged
         .owned
-        .par_iter()
-        .map(|owned| {
-            Ok(owned.check(hash_at(repo, owned.path)?).map(|m| HashMiss {
-                path: display_path(m.path),
-                span: m.span.id.clone(),
-                expected: m.expected.map(str::to_string),
-                actual: m.actual,
-            }))
+        .iter()
+        .zip(now)
+        .filter_map(|(owned, actual)| owned.check(actual))
+        .map(|m| HashMiss {
+            path: display_path(m.path),
+            span: m.span.id.clone(),
+            expected: m.expected.map(str::to_string),
+            actual: m.actual,
         })
-        .collect::<Result<_>>()?;
+        .collect();
+    // Continuity: each path's first span against the base.
+    let first_paths: Vec<&[u8]> = judged.firsts.iter().map(|f| f.path).collect();
+    let mut at_start = match &start {
+        Some(rev) => git.entries_at(rev, &first_paths)?,
+        None => Default::default(),
+    };
+    let mut breaks: Vec<SpanBreak> = judged
+        .firsts
+        .iter()
+        .filter_map(|f| f.check(at_start.remove(f.path).flatten()))
+        .map(|m| SpanBreak {
+            path: display_path(m.path),
+            span: m.span.id.clone(),
+            line: m.span.open_line,
+            previous: None,
+            expected: m.actual,
+            found: m.expected.map(str::to_string),
+        })
+        .collect();
+    breaks.extend(judged.breaks.iter().map(|b| SpanBreak {
+        path: display_path(b.path),
+        span: b.span.id.clone(),
+        line: b.span.open_line,
+        previous: b.previous.map(|p| p.id.clone()),
+        expected: b.expected.map(str::to_string),
+        found: b.found.map(str::to_string),
+    }));
+    breaks.sort_by_key(|b| b.line);
     Ok(Report {
         open: judged
             .open
@@ -249,7 +421,8 @@ pub fn reconcile(
             .iter()
             .map(|s| display_path(&s.path))
             .collect(),
-        hash_misses: misses.into_iter().flatten().collect(),
+        hash_misses: misses,
+        breaks,
         mutating_spans: judged.mutating_spans,
         changed: judged.changed,
         aliases: judged

@@ -489,3 +489,31 @@ impl Record for VerdictRecord {
         &self.run_id
     }
 }
+
+/// `/inputs/modes.json`, written for properties (not a ledger record): the
+/// git mode of every path the patch changes, before and after, which a
+/// property cannot see through WASI (it has no permission bits).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TreeModes {
+    /// Schema version: 1.
+    pub schema: u32,
+    /// Always `modes`.
+    pub record: String,
+    /// Every changed path (a rename as its old and its new path), sorted by
+    /// path.
+    pub paths: Vec<PathModes>,
+}
+
+/// One changed path and its git modes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathModes {
+    /// Repository-relative path (lossy UTF-8, as `changes` in the trial).
+    pub path: String,
+    /// Its mode at the base revision (`100644`, `100755`, `120000`,
+    /// `160000`); null when absent.
+    pub base: Option<String>,
+    /// Its mode in the patched tree; null when absent.
+    pub patched: Option<String>,
+}

@@ -1,7 +1,7 @@
 //! The JSON schemas of every file agent-ledger writes or reads as data
 //! (the four records, the trace's span and seal lines, the flake-freeze file, the archive
-//! manifest, the configuration, key files, signature envelopes and the
-//! `report --format json` summary), generated from the Rust types with
+//! manifest, the configuration, key files, signature envelopes, the
+//! `report --format json` summary and the `modes.json` properties read), generated from the Rust types with
 //! schemars (JSON Schema 2020-12, the shape readers accept).
 //!
 //! They are checked in as `schemas/NAME.schema.json`; the integration test
@@ -29,6 +29,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("key-file", of::<crate::sign::KeyFile>()),
         ("signature-envelope", of::<crate::sign::Envelope>()),
         ("report-summary", of::<crate::report::Summary>()),
+        ("modes", of::<crate::record::TreeModes>()),
     ]
 }
 

@@ -390,12 +390,16 @@ impl std::fmt::Display for Forged {
 /// `TRACE.key` when it exists. A trace with a begin line needs its key, and
 /// every line's chain link and MAC must verify; a trace without one is
 /// unauthenticated, unless a key is there (then its begin line was removed
-/// or the whole trace replaced: forged). A malformed line that is not a
-/// forgery is an error (exit 65).
+/// or the whole trace replaced: forged). `pin`: the key's sha256 as `trace
+/// begin` printed it (`--trace-key-sha256`), kept where the agent cannot
+/// write: a trace begun with another key, or with none, is forged, since
+/// whoever can write the trace's directory can replace the trace and its key
+/// together. A malformed line that is not a forgery is an error (exit 65).
 pub fn verify(
     trace: &Path,
     bytes: &[u8],
     key: Option<&Path>,
+    pin: Option<&str>,
 ) -> Result<std::result::Result<Verified, Forged>> {
     let parsed = match agent_ledger_trace::parse_trace(bytes) {
         Ok(t) => t,
@@ -413,6 +417,14 @@ pub fn verify(
         None => default.exists().then_some(default),
     };
     let Some(chain) = parsed.chain else {
+        if let Some(pin) = pin {
+            return Ok(Err(Forged {
+                line: 1,
+                reason: format!(
+                    "forged: the run's key was pinned (sha256 {pin}) but the trace has no begin line: the trace was replaced or its begin line removed"
+                ),
+            }));
+        }
         if let Some(k) = key_file {
             return Ok(Err(Forged {
                 line: 1,
@@ -428,6 +440,17 @@ pub fn verify(
         }));
     };
     let begin = &chain.begin;
+    if let Some(pin) = pin
+        && begin.key_sha256.as_deref() != Some(pin)
+    {
+        return Ok(Err(Forged {
+            line: 1,
+            reason: format!(
+                "forged: the begin line names key sha256 {}, but the run's key was pinned as sha256 {pin}: the trace and its key were replaced",
+                begin.key_sha256.as_deref().unwrap_or("none")
+            ),
+        }));
+    }
     let Some(key_file) = key_file else {
         return Err(Error::data(
             trace,
@@ -514,4 +537,23 @@ pub fn check_workspace(
 /// or why not.
 pub fn check_relative(p: &[u8]) -> std::result::Result<(), String> {
     agent_ledger_trace::check_relative(p).map_err(|e| e.to_string())
+}
+
+/// `--trace-key-sha256`: the sha256 of a run's key, as `trace begin`
+/// printed it, pinned by whoever judges the run.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct KeyPin {
+    /// The sha256 of the run's key as `trace begin` printed it. Keep it where
+    /// the agent cannot write: a trace begun with another key (the trace and
+    /// its key replaced together) or with none is then forged.
+    #[arg(long = "trace-key-sha256", value_name = "HEX", env = "AGENT_LEDGER_TRACE_KEY_SHA256", value_parser = parse_pin)]
+    pub sha256: Option<String>,
+}
+
+fn parse_pin(s: &str) -> std::result::Result<String, String> {
+    if s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(s.to_string())
+    } else {
+        Err("expected 64 lowercase hex digits (the key sha256 `trace begin` printed)".into())
+    }
 }

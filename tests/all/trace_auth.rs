@@ -1123,3 +1123,371 @@ fn a_receipt_whose_trace_auth_disagrees_with_its_trace_is_refused() {
     out.assert_code(65);
     assert!(out.stderr.contains("trace_auth"), "{}", out.stderr);
 }
+
+// ---- continuity, modes, the judged snapshot, git state, the key pin ---------
+
+/// The `breaks` of a reconcile report: (path, previous span or null).
+fn breaks(out: &Output) -> Vec<(String, serde_json::Value)> {
+    out.json()["report"]["breaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["path"].as_str().unwrap().to_string(),
+                b["previous"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_traced_call_cannot_adopt_a_change_made_outside_the_trace() {
+    // A shell redirect, then a no-op call declaring the path: the span's
+    // `before` is the shell's bytes, not the base's.
+    let r = Run::begin("a1");
+    r.shell_write("src/retry.py", "EVIL\n");
+    r.al(
+        &["trace", "exec", "--writes", "src/retry.py", "--", "true"],
+        None,
+    )
+    .assert_code(0);
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        breaks(&out),
+        [("src/retry.py".to_string(), serde_json::Value::Null)]
+    );
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(1);
+    assert_eq!(end.stdout, "", "no patch for a run that does not reconcile");
+
+    // The same through `trace write` of the same bytes, and for a deletion.
+    let r = Run::begin("a1");
+    r.shell_write("src/retry.py", "EVIL\n");
+    r.write("src/retry.py", b"EVIL\n").assert_code(0);
+    std::fs::remove_file(r.workspace.join("README.md")).unwrap();
+    r.al(
+        &["trace", "exec", "--writes", "README.md", "--", "true"],
+        None,
+    )
+    .assert_code(0);
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    let got: Vec<String> = breaks(&out).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(got, ["src/retry.py", "README.md"]);
+
+    // Between two traced calls: the second call's `before` is not what the
+    // first one left.
+    let r = Run::begin("a1");
+    r.write("notes.md", b"one\n").assert_code(0);
+    r.shell_write("notes.md", "EVIL\n");
+    r.write("notes.md", b"EVIL\n").assert_code(0);
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    let b = breaks(&out);
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0].0, "notes.md");
+    assert!(b[0].1.is_string(), "names the span before it: {:?}", b[0]);
+    assert!(out.stdout.contains("\"breaks\""));
+    let human = r.reconcile(&[]);
+    assert!(
+        human.stdout.contains(
+            "breaks (changed outside the trace between two tool calls):\n  notes.md (span "
+        ),
+        "{}",
+        human.stdout
+    );
+
+    // Honest: every call starts from what the one before it left.
+    let r = Run::begin("a1");
+    r.write("notes.md", b"one\n").assert_code(0);
+    r.write("notes.md", b"two\n").assert_code(0);
+    r.al(&["trace", "delete", "notes.md"], None).assert_code(0);
+    r.write("notes.md", b"three\n").assert_code(0);
+    r.reconcile(&[]).assert_code(0);
+}
+
+#[test]
+fn an_undeclared_change_is_recorded_and_only_a_traced_call_can_own_it() {
+    let r = Run::begin("a1");
+    r.al(
+        &[
+            "trace",
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "echo changed > README.md",
+        ],
+        None,
+    )
+    .assert_code(1);
+    // The adapter saw the change and wrote it down, as a failed span.
+    let lines = r.lines();
+    let undeclared = lines
+        .iter()
+        .find(|l| l.contains("\"path\":\"README.md\"") && l.contains("\"event\":\"close\""))
+        .expect("a span for the undeclared change");
+    assert!(undeclared.contains("\"status\":\"error\""), "{undeclared}");
+    assert!(undeclared.contains("undeclared"), "{undeclared}");
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["README.md"])
+    );
+    // A later traced call on the path starts from what the command left:
+    // the change is in the trace, so owning it breaks nothing.
+    r.write("README.md", b"final\n").assert_code(0);
+    r.reconcile(&[]).assert_code(0);
+}
+
+#[test]
+fn a_mode_or_type_change_on_an_owned_path_is_a_hash_miss() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = Run::begin("a1");
+    r.write("tool.sh", b"echo hi\n").assert_code(0);
+    r.write("link.txt", b"README.md").assert_code(0);
+    r.reconcile(&[]).assert_code(0);
+    // chmod +x, and the file replaced by a symlink whose target text is the
+    // bytes the span recorded: same content hash, other entries.
+    let tool = r.workspace.join("tool.sh");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let link = r.workspace.join("link.txt");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink("README.md", &link).unwrap();
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    let misses = &out.json()["report"]["hash_misses"];
+    assert_eq!(misses[0]["path"], "link.txt");
+    assert_eq!(
+        misses[0]["actual"],
+        format!("120000:{}", sha256(b"README.md"))
+    );
+    assert_eq!(misses[1]["path"], "tool.sh");
+    assert_eq!(
+        misses[1]["actual"],
+        format!("100755:{}", sha256(b"echo hi\n"))
+    );
+
+    // Made by a traced command that declared it, a mode change is traced.
+    let r = Run::begin("a1");
+    r.al(
+        &[
+            "trace",
+            "exec",
+            "--writes",
+            "run.sh",
+            "--",
+            "sh",
+            "-c",
+            "echo x > run.sh && chmod +x run.sh",
+        ],
+        None,
+    )
+    .assert_code(0);
+    r.reconcile(&[]).assert_code(0);
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(0);
+    assert!(
+        end.stdout.contains("new file mode 100755"),
+        "{}",
+        end.stdout
+    );
+}
+
+#[test]
+fn the_repositorys_git_directory_cannot_hide_a_change_or_run_a_program() {
+    // `info/attributes` marks every file as text: a CRLF rewrite would
+    // normalise to the base's bytes in git's own status.
+    let r = Run::begin("a1");
+    let info = r.repo.path().join(".git/info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("attributes"), "* text\n").unwrap();
+    let readme = std::fs::read_to_string(r.workspace.join("README.md")).unwrap();
+    // (A private index read from the base has no stat data, so git would
+    // compare every file through its clean conversion: CRLF becomes LF.)
+    r.shell_write("README.md", &readme.replace('\n', "\r\n"));
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["README.md"])
+    );
+
+    // A clean filter in the repository's config, selected by
+    // `info/attributes`: it would run as the adapter, which can read the key.
+    let r = Run::begin("a1");
+    let stolen = r.repo.path().join("../stolen");
+    let info = r.repo.path().join(".git/info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("attributes"), "* filter=steal\n").unwrap();
+    git(
+        r.repo.path(),
+        &[
+            "config",
+            "filter.steal.clean",
+            &format!("sh -c 'touch {}; cat'", stolen.display()),
+        ],
+    );
+    r.shell_write("README.md", "changed\n");
+    r.al(
+        &[
+            "trace",
+            "exec",
+            "--writes",
+            "out.txt",
+            "--",
+            "sh",
+            "-c",
+            "echo o > out.txt",
+        ],
+        None,
+    )
+    .assert_code(0);
+    r.reconcile(&[]).assert_code(1);
+    r.al(&["trace", "end"], None).assert_code(1);
+    assert!(!stolen.exists(), "the repository's filter ran");
+}
+
+#[test]
+fn what_git_never_lists_in_the_workspace_is_a_ghost() {
+    let r = Run::begin("a1");
+    r.write("ok.txt", b"ok\n").assert_code(0);
+    // A regular file named `.git` below the top, and a ledger the agent
+    // made in its workspace (capture runs in the repository, not here).
+    r.shell_write("docs/.git", "payload\n");
+    r.shell_write(".agent-ledger/x/evil.py", "payload\n");
+    let out = r.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!([".agent-ledger/x/evil.py", "docs/.git"])
+    );
+}
+
+#[test]
+fn a_pinned_key_refuses_a_trace_replaced_with_its_key() {
+    let r = Run::begin("a1");
+    r.write("ok.txt", b"ok\n").assert_code(0);
+    let key = std::fs::read_to_string(r.key_file()).unwrap();
+    let pin = sha256(&hex::decode(key.trim()).unwrap());
+    r.reconcile(&["--trace-key-sha256", &pin]).assert_code(0);
+    // Whoever can write the trace's directory replaces the trace and its key
+    // together with another run's: the begin line and the key agree.
+    let other = Run::begin_in(DemoRepo::new(), "a1");
+    std::fs::copy(&other.trace, &r.trace).unwrap();
+    std::fs::copy(other.key_file(), r.key_file()).unwrap();
+    let out = r.reconcile(&["--trace-key-sha256", &pin]);
+    assert_forged(&out, 1);
+    assert!(
+        out.stdout.contains("was pinned as sha256"),
+        "{}",
+        out.stdout
+    );
+    // The pin from the environment, for trace end and capture too.
+    let mut end = command(&r.workspace);
+    end.env("AGENT_LEDGER_TRACE", &r.trace)
+        .env("AGENT_LEDGER_TRACE_KEY_SHA256", &pin);
+    run_command(end, &["trace", "end"], None).assert_code(5);
+    let cap = run_command(
+        command(r.repo.path()),
+        &[
+            "capture",
+            "--run",
+            "replaced",
+            "--body",
+            fixture("capture/complete-multifile.diff").to_str().unwrap(),
+            "--trace",
+            r.trace.to_str().unwrap(),
+            "--trace-key-sha256",
+            &pin,
+        ],
+        None,
+    );
+    cap.assert_code(65);
+    assert!(cap.stderr.contains("pinned"), "{}", cap.stderr);
+    // A malformed pin is a usage error naming the flag.
+    let bad = r.reconcile(&["--trace-key-sha256", "xyz"]);
+    bad.assert_code(64);
+    assert!(bad.stderr.contains("--trace-key-sha256"), "{}", bad.stderr);
+}
+
+#[test]
+fn span_bijection_finds_breaks_and_mode_changes_in_the_patch() {
+    let r = Run::begin("a1");
+    r.write("tool.sh", b"echo hi\n").assert_code(0);
+    // Untraced: README.md rewritten, then adopted by a no-op call; tool.sh
+    // made executable after its span.
+    r.shell_write("README.md", "EVIL\n");
+    r.al(
+        &["trace", "exec", "--writes", "README.md", "--", "true"],
+        None,
+    )
+    .assert_code(0);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        r.workspace.join("tool.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    // `trace end` refuses such a run; the agent hands over its own diff.
+    r.al(&["trace", "end"], None).assert_code(1);
+    git(&r.workspace, &["add", "-A"]);
+    let diff = r.trace.with_file_name("laundered.diff");
+    git(
+        &r.workspace,
+        &[
+            "diff",
+            "--cached",
+            "--binary",
+            "--output",
+            diff.to_str().unwrap(),
+        ],
+    );
+    let patch = std::fs::read_to_string(&diff).unwrap();
+    let config = r.trace.with_file_name("ledger.toml");
+    std::fs::write(
+        &config,
+        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"span_bijection\"\nplugin = \"builtin:span_bijection\"\n",
+    )
+    .unwrap();
+    run_command(
+        command(r.repo.path()),
+        &[
+            "capture",
+            "--run",
+            "laundered",
+            "--body",
+            "-",
+            "--trace",
+            r.trace.to_str().unwrap(),
+        ],
+        Some(patch.as_bytes()),
+    )
+    .assert_code(0);
+    r.repo
+        .check("laundered", &["--config", config.to_str().unwrap()])
+        .assert_code(4);
+    let p = outcome(&r.repo.properties("laundered"), "span_bijection").clone();
+    assert_eq!(p["outcome"], "miss", "{p}");
+    let messages: Vec<&str> = p["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("break: ") && m.contains("base revision holds")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("hash miss: ") && m.contains("mode 100755 sha256")),
+        "{messages:?}"
+    );
+}

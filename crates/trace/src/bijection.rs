@@ -7,10 +7,22 @@
 //! closed write or delete: status `closed` (not `error`, not still open).
 //! `read` spans never own a path.
 //!
+//! Spans on one path must chain (continuity): the first span on a path
+//! records as `before` what the base revision holds there, and every later
+//! one records as `before` what the span before it left (its close line's
+//! `after`, for a closed or failed write or delete; a read leaves what it
+//! found). A `before` that is not what the trace says was there means the
+//! path changed between two tool calls, outside the trace: a [`Break`]. So
+//! a span cannot adopt an untraced change by recording it as its `before`
+//! (a no-op `trace exec --writes P -- true` after a shell redirect into P).
+//! After a span that never closed, the next `before` is not judged (the
+//! open span is a failure of its own).
+//!
 //! Judging is two phases so the caller can read files its own way (the host
-//! hashes in parallel, the guest reads `/patched`): [`judge`] needs no I/O and
-//! returns the [`Owned`] paths; the caller hashes each and [`Owned::check`]
-//! turns the hash into a [`HashMiss`] or nothing.
+//! hashes in parallel, the guest reads `/patched` and `/base`): [`judge`]
+//! needs no I/O and returns the [`Owned`] paths and each path's first span;
+//! the caller reads each entry (see [`crate::entry`]) and [`Owned::check`]
+//! turns it into a [`HashMiss`] or nothing.
 
 use crate::line::{Op, Status};
 use crate::parse::Span;
@@ -42,6 +54,29 @@ pub struct Judgement<'a> {
     /// without an agent counts as the agent `None`): each agent and the
     /// paths its spans wrote, sorted. Empty when one agent wrote them all.
     pub agents: Vec<(Option<&'a str>, Vec<&'a [u8]>)>,
+    /// The first span on each path, with the `before` it recorded as
+    /// `expected`, sorted by path: [`Owned::check`] each against what the
+    /// base revision holds at the path; a miss is a break in continuity.
+    pub firsts: Vec<Owned<'a>>,
+    /// Later spans whose `before` is not what the span before them on the
+    /// same path left, in trace order.
+    pub breaks: Vec<Break<'a>>,
+}
+
+/// A span whose `before` is not what the trace says the path held: the
+/// path changed outside the trace between two tool calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Break<'a> {
+    pub path: &'a [u8],
+    /// The span whose `before` does not chain.
+    pub span: &'a Span,
+    /// The span before it on the path (`None`: the base revision, when the
+    /// caller reports a [`HashMiss`] of [`Judgement::firsts`] as a break).
+    pub previous: Option<&'a Span>,
+    /// What the previous span left there (`None`: absent).
+    pub expected: Option<&'a str>,
+    /// What this span found there (`None`: absent).
+    pub found: Option<&'a str>,
 }
 
 /// The form two paths share when they are one file on a case-insensitive,
@@ -156,6 +191,7 @@ pub fn judge<'a>(spans: &'a [Span], delta: &'a BTreeSet<Vec<u8>>) -> Judgement<'
     } else {
         Vec::new()
     };
+    let (firsts, breaks) = continuity(spans);
     let aliases = aliases(
         spans
             .iter()
@@ -171,5 +207,51 @@ pub fn judge<'a>(spans: &'a [Span], delta: &'a BTreeSet<Vec<u8>>) -> Judgement<'
         changed: delta.len(),
         aliases,
         agents,
+        firsts,
+        breaks,
     }
+}
+
+/// What a path holds after `span`, as the trace says: `None` when the span
+/// never closed (nothing is known until the next span looks).
+fn left_by(span: &Span) -> Option<Option<&str>> {
+    let close = span.close.as_ref()?;
+    Some(match span.op {
+        Op::Read => span.before.as_deref(),
+        Op::Write | Op::Delete => close.after.as_deref(),
+    })
+}
+
+/// Each path's first span, and every later span whose `before` does not
+/// chain to what the span before it left.
+fn continuity(spans: &[Span]) -> (Vec<Owned<'_>>, Vec<Break<'_>>) {
+    // Per path: the last span and what it left (`None`: unknown).
+    let mut last: BTreeMap<&[u8], (&Span, Option<Option<&str>>)> = BTreeMap::new();
+    let mut firsts = BTreeMap::new();
+    let mut breaks = Vec::new();
+    for span in spans {
+        let found = span.before.as_deref();
+        match last.get(span.path.as_slice()) {
+            None => {
+                firsts.insert(
+                    span.path.as_slice(),
+                    Owned {
+                        path: &span.path,
+                        span,
+                        expected: found,
+                    },
+                );
+            }
+            Some(&(previous, Some(expected))) if expected != found => breaks.push(Break {
+                path: &span.path,
+                span,
+                previous: Some(previous),
+                expected,
+                found,
+            }),
+            Some(_) => {}
+        }
+        last.insert(&span.path, (span, left_by(span)));
+    }
+    (firsts.into_values().collect(), breaks)
 }

@@ -11,17 +11,23 @@
 //! - [`judge`] compares the spans with the delta (the set of changed paths as
 //!   raw bytes): open spans, ghosts, phantoms, case/normalisation aliases,
 //!   spans of more than one agent, and the owned paths whose bytes the
-//!   caller hashes and hands to [`Owned::check`] for hash misses.
+//!   caller hashes and hands to [`Owned::check`] for hash misses, and the
+//!   continuity of the spans on each path (a [`Break`] where a path changed
+//!   between two tool calls; each path's first span the caller checks
+//!   against the base revision).
+//! - [`entry`] is what `before` and `after` record: the content's sha256,
+//!   with the type and mode.
 //!
 //! No I/O and no clock: the host and the guest read the trace, the delta and
 //! the files their own way, and build for their own target (the guest for
 //! wasm32-wasip2).
 
 mod bijection;
+pub mod entry;
 mod line;
 mod parse;
 
-pub use bijection::{HashMiss, Judgement, Owned, fold, judge};
+pub use bijection::{Break, HashMiss, Judgement, Owned, fold, judge};
 pub use line::{Event, Line, MAC_DOMAIN, Op, SCHEMA, SCHEMAS_READ, Seal, SealEvent, Status};
 pub use parse::{
     Chain, Malformed, ParseError, PathError, Signed, Span, Trace, check_relative, line_sha256,

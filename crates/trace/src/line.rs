@@ -90,9 +90,15 @@ pub struct Line {
     /// The path's bytes in hex, when it is not UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_hex: Option<String>,
-    /// sha256 of the file before the call; null when it did not exist.
+    /// What the path held before the call, as [`crate::entry`] writes it
+    /// (the sha256 of a plain file's bytes; `100755:` or `120000:` and the
+    /// sha256 for an executable file or a symlink's target); null when it
+    /// did not exist. It must be what the span before it on the path left
+    /// (or the base revision's entry, for the first): see
+    /// [`crate::judge`].
     pub before: Option<String>,
-    /// sha256 of the file after the call; null when absent or still open.
+    /// What the path held after the call, in the same form; null when
+    /// absent or still open.
     pub after: Option<String>,
     pub status: Status,
     /// Why the call failed, for status `error`.

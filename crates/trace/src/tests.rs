@@ -807,3 +807,106 @@ fn spans_of_two_agents_are_listed_with_their_paths() {
     let d = delta(&["x"]);
     assert!(judge(&one, &d).agents.is_empty());
 }
+
+/// A closed span whose open and close lines record `before`.
+fn span_from(
+    id: &str,
+    op: &str,
+    path: &str,
+    before: Option<&str>,
+    after: Option<&str>,
+) -> [Value; 2] {
+    let [mut o, mut c] = span(id, op, path, after);
+    o["before"] = json!(before);
+    c["before"] = json!(before);
+    [o, c]
+}
+
+/// Every continuity finding: breaks, and first spans whose `before` is not
+/// what `base` (path, sha256) holds.
+fn breaks(spans: &[Span], base: &[(&str, &str)]) -> Vec<String> {
+    let none = delta(&[]);
+    let j = judge(spans, &none);
+    let mut out: Vec<String> = j
+        .firsts
+        .iter()
+        .filter_map(|f| {
+            let at = base
+                .iter()
+                .find(|(p, _)| p.as_bytes() == f.path)
+                .map(|(_, h)| h.to_string());
+            f.check(at)
+                .map(|m| format!("first {} found {:?}", m.span.id, m.expected))
+        })
+        .collect();
+    out.extend(j.breaks.iter().map(|b| {
+        format!(
+            "break {} after {} expected {:?} found {:?}",
+            b.span.id,
+            b.previous.map_or("base", |p| p.id.as_str()),
+            b.expected,
+            b.found
+        )
+    }));
+    out
+}
+
+#[test]
+fn a_span_cannot_adopt_an_untraced_change() {
+    // The agent writes `a` (A), changes it outside the trace (to B), then a
+    // no-op call on `a` records before == after == B: the B nobody traced
+    // writing. Its `before` does not chain to span 1's `after`.
+    let mut lines = Vec::new();
+    lines.extend(span_from("1", "write", "a", None, Some(A)));
+    lines.extend(span_from("2", "write", "a", Some(B), Some(B)));
+    let s = spans(&lines);
+    assert_eq!(
+        breaks(&s, &[]),
+        [format!(
+            "break 2 after 1 expected Some({A:?}) found Some({B:?})"
+        )]
+    );
+    // The honest sequence chains.
+    let mut lines = Vec::new();
+    lines.extend(span_from("1", "write", "a", None, Some(A)));
+    lines.extend(span_from("2", "write", "a", Some(A), Some(B)));
+    lines.extend(span_from("3", "delete", "a", Some(B), None));
+    lines.extend(span_from("4", "write", "a", None, Some(A)));
+    assert_eq!(breaks(&spans(&lines), &[]), Vec::<String>::new());
+}
+
+#[test]
+fn the_first_span_on_a_path_starts_from_the_base() {
+    // Changed outside the trace before any span: the first span's `before`
+    // is not the base's entry. The caller checks it (the crate has no I/O).
+    let s = spans(&span_from("1", "write", "a", Some(B), Some(B)));
+    assert_eq!(
+        breaks(&s, &[("a", A)]),
+        [format!("first 1 found Some({B:?})")]
+    );
+    assert_eq!(breaks(&s, &[]), [format!("first 1 found Some({B:?})")]);
+    assert_eq!(breaks(&s, &[("a", B)]), Vec::<String>::new());
+    // A file the base does not have starts absent.
+    let s = spans(&span_from("1", "write", "new", None, Some(A)));
+    assert_eq!(breaks(&s, &[]), Vec::<String>::new());
+}
+
+#[test]
+fn failed_reads_and_open_spans_carry_what_they_saw() {
+    // A failed write left C there (its close line says so): the next span
+    // starts from it. A read leaves what it found.
+    let c = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+    let [o, mut failed] = span_from("1", "write", "a", None, Some(c));
+    failed["status"] = json!("error");
+    let mut lines = vec![o, failed];
+    lines.extend(span_from("2", "read", "a", Some(c), Some(c)));
+    lines.extend(span_from("3", "write", "a", Some(c), Some(A)));
+    assert_eq!(breaks(&spans(&lines), &[]), Vec::<String>::new());
+    // After a span that never closed, nothing is known: the next `before`
+    // is not judged (the open span fails the run on its own).
+    let mut o = open("4", "write", "a");
+    o["before"] = json!(A);
+    lines.push(o);
+    lines.extend(span_from("5", "write", "a", Some(B), Some(B)));
+    assert_eq!(breaks(&spans(&lines), &[]), Vec::<String>::new());
+}

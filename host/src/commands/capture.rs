@@ -68,6 +68,8 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "FILE", requires = "trace")]
     pub trace_key: Option<PathBuf>,
     #[command(flatten)]
+    pub key_pin: crate::trace::KeyPin,
+    #[command(flatten)]
     pub scope: ScopeArgs,
     /// Last: its help heading applies to the flags after it.
     #[command(flatten)]
@@ -181,7 +183,12 @@ impl CaptureArgs {
         let (trace, trace_auth) = match &self.trace {
             Some(path) => {
                 let bytes = input::read_file(path, input::TRACE_CAP)?;
-                let auth = match crate::trace::verify(path, &bytes, self.trace_key.as_deref())? {
+                let auth = match crate::trace::verify(
+                    path,
+                    &bytes,
+                    self.trace_key.as_deref(),
+                    self.key_pin.sha256.as_deref(),
+                )? {
                     Ok(v) => v.auth,
                     Err(forged) => {
                         return Err(Error::data(

@@ -23,6 +23,8 @@ pub struct ReconcileArgs {
     /// when it exists].
     #[arg(long, value_name = "FILE")]
     pub trace_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub key_pin: crate::trace::KeyPin,
     /// Exit 3 when the tree is clean and no write or delete span exists.
     #[arg(long)]
     pub require_mutation: bool,
@@ -65,28 +67,44 @@ impl Judged {
     }
 }
 
-/// Verifies the trace at `trace` and judges it against the tree at `root`.
-/// `exclude`: paths never counted as changed (the trace and its key are
-/// never counted either).
+/// Where a trace's key is (`None`: `TRACE.key` beside it) and the key's
+/// sha256 when the caller pinned it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceKey<'a> {
+    pub file: Option<&'a Path>,
+    pub pin: Option<&'a str>,
+}
+
+/// Verifies the trace at `trace` and judges it against the tree at `root`
+/// (its working tree, or a snapshot of it: `tree`). `exclude`: paths never
+/// counted as changed (the trace and its key are never counted either).
 pub fn judge_trace(
     root: &Path,
     trace: &Path,
-    key: Option<&Path>,
+    key: TraceKey<'_>,
     exclude: &[PathBuf],
     ignored: IgnoredPolicy,
     require_mutation: bool,
+    tree: crate::reconcile::Judged<'_>,
 ) -> Result<Judged> {
     // No trace file means the agent never called the adapter: no spans.
     let bytes = crate::input::read_optional(trace, crate::input::TRACE_CAP)?.unwrap_or_default();
-    let verified = match crate::trace::verify(trace, &bytes, key)? {
+    let verified = match crate::trace::verify(trace, &bytes, key.file, key.pin)? {
         Ok(v) => v,
         Err(forged) => return Ok(forged_outcome(trace, &forged)),
     };
-    // The trace file, its key and the ledger are never counted as changes.
+    // The trace file, its key and the ledger are never counted as changes;
+    // a begun run's workspace holds no ledger (capture runs in the
+    // repository), so nothing in it is excused.
     let key_file = crate::trace::key_path(trace);
+    let exclude_ledger = if verified.auth.is_some() {
+        &[][..]
+    } else {
+        exclude
+    };
     let exclude: Vec<Vec<u8>> = [trace, key_file.as_path()]
         .into_iter()
-        .chain(exclude.iter().map(PathBuf::as_path))
+        .chain(exclude_ledger.iter().map(PathBuf::as_path))
         .filter_map(|p| relative_to(root, p))
         .map(|p| p.as_os_str().as_bytes().to_vec())
         .collect();
@@ -99,6 +117,7 @@ pub fn judge_trace(
         &exclude,
         ignored == IgnoredPolicy::Deny,
         verified.auth.as_ref().map(|a| a.base.as_str()),
+        tree,
     )?;
     let (code, result) = if !report.open.is_empty() {
         (ExitCode::OpenSpans, "open_spans")
@@ -165,10 +184,14 @@ impl ReconcileArgs {
         let judged = judge_trace(
             root,
             &self.trace,
-            self.trace_key.as_deref(),
+            TraceKey {
+                file: self.trace_key.as_deref(),
+                pin: self.key_pin.sha256.as_deref(),
+            },
             &[resolved.ledger.root().to_path_buf()],
             resolved.config.config.trace.ignored,
             self.require_mutation,
+            crate::reconcile::Judged::Worktree,
         )?;
         judged.print(self.output.format)?;
         Ok(judged.code)

@@ -116,6 +116,8 @@ pub enum TraceCommand {
         #[arg(long)]
         require_mutation: bool,
         #[command(flatten)]
+        key_pin: crate::trace::KeyPin,
+        #[command(flatten)]
         output: OutputArgs,
     },
     /// Write the trace's spans as OpenTelemetry (OTLP/JSON): one trace per
@@ -258,8 +260,14 @@ impl TraceArgs {
             TraceCommand::End {
                 trace,
                 require_mutation,
+                key_pin,
                 output,
-            } => end(&trace, require_mutation, output.format),
+            } => end(
+                &trace,
+                require_mutation,
+                key_pin.sha256.as_deref(),
+                output.format,
+            ),
             TraceCommand::Export { trace, otlp } => crate::otlp::export(&trace, &otlp),
             TraceCommand::Write { path, from, at } => {
                 let root = root_of(&at)?;
@@ -273,8 +281,9 @@ impl TraceArgs {
                     .and_then(|()| std::fs::write(&target, &bytes));
                 match written {
                     Ok(()) => {
-                        let line =
-                            close(&at, &span, Some(crate::digest::sha256_hex(&bytes)), None)?;
+                        // What is there now, with its mode (a write keeps
+                        // an existing file's mode).
+                        let line = close(&at, &span, hash_at(&root, &rel)?, None)?;
                         report(&at, &[line])?;
                         Ok(ExitCode::Ok)
                     }
@@ -510,16 +519,49 @@ fn exec(
             failure.clone(),
         )?);
     }
-    let ran = ran?;
     let keys: std::collections::BTreeSet<&Vec<u8>> = before.keys().chain(after.keys()).collect();
     // A path in one snapshot only changed too: it differed from HEAD before
     // the command and not after, or the other way round (a clean file the
-    // command deleted or edited).
-    let undeclared: Vec<String> = keys
+    // command deleted or edited). A path that was clean in both snapshots is
+    // in neither, and what it holds is the base's.
+    let undeclared: Vec<&Vec<u8>> = keys
         .into_iter()
         .filter(|p| !declared.contains(p) && before.get(*p) != after.get(*p))
-        .map(|p| display_path(p))
         .collect();
+    // The command changed them, so the trace records it, as failed spans:
+    // they own nothing (each stays a ghost until a traced call writes it),
+    // and the next span on the path starts from what they left. Without
+    // them, a later no-op call could adopt the change as its `before`.
+    let base_entries = match &undeclared[..] {
+        [] => Default::default(),
+        paths => {
+            let git = crate::git::Repo::open(&root)?;
+            let rev = match &base {
+                Some(b) => Some(b.clone()),
+                None => git.resolve_commit("HEAD").ok(),
+            };
+            let paths: Vec<&[u8]> = paths.iter().map(|p| p.as_slice()).collect();
+            match rev {
+                Some(rev) => git.entries_at(&rev, &paths)?,
+                None => Default::default(),
+            }
+        }
+    };
+    let at_start = |p: &Vec<u8>, snap: &BTreeMap<Vec<u8>, Option<String>>| match snap.get(p) {
+        Some(entry) => entry.clone(),
+        None => base_entries.get(p).cloned().flatten(),
+    };
+    for p in &undeclared {
+        let span = open(at, Op::Write, p, at_start(p, &before))?;
+        closed.push(close(
+            at,
+            &span,
+            at_start(p, &after),
+            Some("undeclared: the command changed this path without --writes".into()),
+        )?);
+    }
+    let ran = ran?;
+    let undeclared: Vec<String> = undeclared.into_iter().map(|p| display_path(p)).collect();
     let code = if !undeclared.is_empty() {
         ExitCode::Mismatch
     } else if ran == Ok(0) {
@@ -729,7 +771,12 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-fn end(trace_file: &Path, require_mutation: bool, format: OutputFormat) -> Result<ExitCode> {
+fn end(
+    trace_file: &Path,
+    require_mutation: bool,
+    pin: Option<&str>,
+    format: OutputFormat,
+) -> Result<ExitCode> {
     let Some(run) = trace::run_of(trace_file)? else {
         return Err(Error::Refused(format!(
             "`{}` has no begin line: only a run begun with `trace begin` is ended",
@@ -748,14 +795,25 @@ fn end(trace_file: &Path, require_mutation: bool, format: OutputFormat) -> Resul
         },
     )?;
     let ignored = resolved.config.config.trace.ignored;
-    let ledger = resolved.ledger.root().to_path_buf();
+    // The tree judged is the tree the patch is made from: a snapshot of
+    // the workspace, taken once, so nothing changed between the judgement
+    // and the patch can reach the patch.
+    let scratch = crate::replay::tempdir()?;
+    let git = resolved.repo()?.isolated(&base, scratch.path())?;
+    // Nothing in the workspace is excused as a ledger: capture runs in the
+    // repository, so a ledger here would be the agent's.
+    let snapshot = workspace_snapshot(&git, &base, ignored == IgnoredPolicy::Deny)?;
     let judged = crate::commands::reconcile::judge_trace(
         &ws,
         trace_file,
-        None,
-        std::slice::from_ref(&ledger),
+        crate::commands::reconcile::TraceKey { file: None, pin },
+        &[],
         ignored,
         require_mutation,
+        crate::reconcile::Judged::Snapshot {
+            git: &git,
+            tree: &snapshot,
+        },
     )?;
     // The report goes to stderr: stdout is the patch.
     match format {
@@ -775,12 +833,7 @@ fn end(trace_file: &Path, require_mutation: bool, format: OutputFormat) -> Resul
         return Ok(judged.code);
     }
     let lines = trace::end(trace_file)?;
-    let patch = workspace_patch(
-        resolved.repo()?,
-        &base,
-        ignored == IgnoredPolicy::Deny,
-        crate::paths::relative_to(&ws, &ledger),
-    )?;
+    let patch = tree_patch(&git, &base, &snapshot)?;
     use std::io::Write;
     std::io::stdout()
         .lock()
@@ -794,16 +847,13 @@ fn end(trace_file: &Path, require_mutation: bool, format: OutputFormat) -> Resul
     Ok(ExitCode::Ok)
 }
 
-/// The workspace against its base as a binary unified diff, untracked files
-/// included (and, under `[trace] ignored = "deny"`, git-ignored ones too,
-/// which reconcile has just accounted for), built in a private index so the
-/// workspace's own index is untouched.
-fn workspace_patch(
-    git: &crate::git::Repo,
-    base: &str,
-    ignored: bool,
-    ledger: Option<PathBuf>,
-) -> Result<Vec<u8>> {
+/// A snapshot of the workspace as a tree object: the base with every change
+/// in the working tree, untracked files included (and, under `[trace]
+/// ignored = "deny"`, git-ignored ones too, as reconcile counts them),
+/// written from a private index so the workspace's own index is untouched.
+/// `git`: the workspace seen through its own git directory
+/// (`Repo::isolated`), which holds the snapshot's objects.
+fn workspace_snapshot(git: &crate::git::Repo, base: &str, ignored: bool) -> Result<String> {
     let tmp = crate::replay::tempdir()?;
     let index = tmp.path().join("index");
     let run = |args: &[&str]| -> Result<Vec<u8>> {
@@ -830,17 +880,33 @@ fn workspace_patch(
     }
     add.push("--".into());
     add.push(".".into());
-    if let Some(l) = ledger.filter(|l| !l.as_os_str().is_empty()) {
-        add.push(format!(":(exclude){}", l.display()));
-    }
     let add: Vec<&str> = add.iter().map(String::as_str).collect();
     run(&add)?;
-    run(&[
-        "diff",
-        "--cached",
-        "--binary",
-        "--no-color",
-        "--no-ext-diff",
-        base,
-    ])
+    let tree = run(&["write-tree"])?;
+    Ok(String::from_utf8_lossy(&tree).trim().to_string())
+}
+
+/// The snapshot `tree` against `base` as a binary unified diff.
+fn tree_patch(git: &crate::git::Repo, base: &str, tree: &str) -> Result<Vec<u8>> {
+    let out = git
+        .command()
+        .args([
+            "diff",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            "--end-of-options",
+            base,
+            tree,
+        ])
+        .output()
+        .map_err(|e| Error::Internal(format!("cannot run git diff: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Internal(format!(
+            "git diff failed in the workspace `{}`: {}",
+            git.root.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
 }

@@ -144,6 +144,23 @@ pub fn reconcile(r: &Report, result: &str, trust: &str) -> String {
             text.push_str(&format!("  {}\n", inert(&m.path)));
         }
     }
+    if !r.breaks.is_empty() {
+        text.push_str("breaks (changed outside the trace between two tool calls):\n");
+        for b in &r.breaks {
+            text.push_str(&format!(
+                "  {} (span {}, line {}): {} left {}, the span found {}\n",
+                inert(&b.path),
+                inert(&b.span),
+                b.line,
+                b.previous.as_deref().map_or_else(
+                    || "the base revision".to_string(),
+                    |p| format!("span {}", inert(p))
+                ),
+                inert(b.expected.as_deref().unwrap_or("no file")),
+                inert(b.found.as_deref().unwrap_or("no file")),
+            ));
+        }
+    }
     if !r.aliases.is_empty() {
         text.push_str("aliases (one file on case- or normalisation-insensitive file systems):\n");
         for group in &r.aliases {

@@ -336,6 +336,7 @@ impl Session<'_, '_> {
             match patched.apply(&patch_file, strip)? {
                 Applied::Clean => {
                     changes = changes_of(&patched, spec.base)?;
+                    write_modes(&inputs, &patched, spec.base)?;
                     findings.extend(bounds::after_apply(
                         &patched, base_tree, &changes, &protected,
                     )?);
@@ -482,6 +483,28 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 
 /// The paths a patched checkout changed relative to `base`, as properties see
 /// them.
+/// Writes `modes.json` into a property's `/inputs`: the git modes of every
+/// path `co` changed since `base`.
+fn write_modes(inputs: &Path, co: &Checkout, base: &str) -> Result<()> {
+    let paths = co
+        .modes_since(base)?
+        .into_iter()
+        .map(|(path, base, patched)| crate::record::PathModes {
+            path: String::from_utf8_lossy(&path).into_owned(),
+            base,
+            patched,
+        })
+        .collect();
+    let modes = crate::record::TreeModes {
+        schema: 1,
+        record: "modes".into(),
+        paths,
+    };
+    let bytes = serde_json::to_vec(&modes)
+        .map_err(|e| Error::Internal(format!("cannot encode modes.json: {e}")))?;
+    write_file(&inputs.join("modes.json"), &bytes)
+}
+
 fn changes_of(co: &Checkout, base: &str) -> Result<Vec<Change>> {
     Ok(co
         .changes_since(base)?

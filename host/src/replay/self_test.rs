@@ -2,7 +2,7 @@
 //! first, and must miss there. One that holds is `vacuous` ("a check that
 //! cannot fail is not a property"); one that cannot run is an `error`.
 
-use super::{Session, changes_of, write_file};
+use super::{Session, changes_of, write_file, write_modes};
 use crate::config::PropertyConfig;
 use crate::exit::{Error, Result};
 use crate::git::{Applied, Checkout};
@@ -72,6 +72,7 @@ impl Session<'_, '_> {
         }
         let changes = changes_of(&co, spec.base)?;
         let inputs = self.inputs_for(known_bad, scene.mounts.inputs, &scratch.join("inputs"))?;
+        write_modes(&inputs, &co, spec.base)?;
         let kb_mounts = Mounts {
             patched: &co.tree,
             base: scene.mounts.base,

@@ -4,7 +4,10 @@
 //! every path the patch changes is owned by the last closed write/delete
 //! span on it (else a ghost), every such span's path is changed by the patch
 //! (else a phantom), and the patched tree holds the bytes the span says
-//! (else a hash miss). An open span is a miss too. A rename counts as its
+//! (else a hash miss), type and mode included (`/inputs/modes.json`). Spans
+//! on a path chain: the first finds what `/base` holds, each later one what
+//! the span before it left (else a break: the path changed outside the
+//! trace). An open span is a miss too. A rename counts as its
 //! old path deleted plus its new path added. Paths that differ only in case
 //! or Unicode normalisation (one file on macOS and Windows), and spans of
 //! more than one agent, are misses. A malformed trace is an error.
@@ -20,7 +23,7 @@
 
 use agent_ledger_guest::{ChangeKind, Finding, Guest, Info, Outcome, Trial, finding};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 struct SpanBijection;
 
@@ -39,25 +42,67 @@ fn delta(trial: &Trial) -> BTreeSet<Vec<u8>> {
     changed
 }
 
-/// sha256 of what the patched tree holds at `path` (a symlink: its target
-/// text), `None` when absent.
-fn sha256_at(path: &[u8]) -> Result<Option<String>, String> {
+/// The git modes of every changed path (`/inputs/modes.json`, written by
+/// the host: WASI shows no permission bits): path, then (base, patched).
+type Modes = BTreeMap<Vec<u8>, (Option<String>, Option<String>)>;
+
+fn read_modes() -> Result<Modes, String> {
+    let text = std::fs::read("/inputs/modes.json")
+        .map_err(|e| format!("cannot read `/inputs/modes.json`: {e}"))?;
+    let value: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| format!("`/inputs/modes.json` is not JSON: {e}"))?;
+    if value.get("schema").and_then(|s| s.as_u64()) != Some(1) {
+        return Err("`/inputs/modes.json`: not schema 1".into());
+    }
+    let mode = |v: Option<&serde_json::Value>| v.and_then(|m| m.as_str()).map(str::to_string);
+    Ok(value
+        .get("paths")
+        .and_then(|p| p.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let path = p.get("path")?.as_str()?.as_bytes().to_vec();
+            Some((path, (mode(p.get("base")), mode(p.get("patched")))))
+        })
+        .collect())
+}
+
+/// What the tree at `root` holds at `path`, as a span records it
+/// (`agent_ledger_trace::entry`), `None` when absent. `mode`: its git mode
+/// there, when the host named it; without one (a path the patch left as
+/// the base had it) a regular file matches `expected` in either mode, since
+/// WASI cannot tell the executable bit and the patch did not change it.
+fn entry_at(
+    root: &str,
+    path: &[u8],
+    mode: Option<&str>,
+    expected: Option<&str>,
+) -> Result<Option<String>, String> {
+    use agent_ledger_trace::entry::{Kind, digest};
     // Every owned path is in the delta, which the trial gives as strings.
     let Ok(path) = std::str::from_utf8(path) else {
         return Ok(None);
     };
-    let p = format!("/patched/{path}");
-    let bytes = match std::fs::symlink_metadata(&p) {
+    let p = format!("{root}/{path}");
+    let (kind, bytes) = match std::fs::symlink_metadata(&p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot inspect `{path}` in the patched tree: {e}")),
-        Ok(m) if m.file_type().is_symlink() => {
-            std::fs::read_link(&p).map(|t| t.into_os_string().into_encoded_bytes())
-        }
+        Err(e) => return Err(format!("cannot inspect `{path}` in `{root}`: {e}")),
+        Ok(m) if m.file_type().is_symlink() => (
+            Some(Kind::Symlink),
+            std::fs::read_link(&p).map(|t| t.into_os_string().into_encoded_bytes()),
+        ),
         Ok(m) if m.is_dir() => return Ok(None),
-        Ok(_) => std::fs::read(&p),
-    }
-    .map_err(|e| format!("cannot read `{path}` in the patched tree: {e}"))?;
-    Ok(Some(hex::encode(Sha256::digest(&bytes))))
+        Ok(_) => (mode.and_then(Kind::from_git_mode), std::fs::read(&p)),
+    };
+    let bytes = bytes.map_err(|e| format!("cannot read `{path}` in `{root}`: {e}"))?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    Ok(Some(match kind {
+        Some(kind) => digest(kind, &sha256),
+        None if expected == Some(digest(Kind::Executable, &sha256).as_str()) => {
+            digest(Kind::Executable, &sha256)
+        }
+        None => digest(Kind::File, &sha256),
+    }))
 }
 
 fn shown(path: &[u8]) -> String {
@@ -65,8 +110,12 @@ fn shown(path: &[u8]) -> String {
 }
 
 /// What a path holds, for a message.
-fn holding(sha256: Option<&str>) -> String {
-    sha256.map_or_else(|| "no file".to_string(), |h| format!("sha256 {h}"))
+fn holding(entry: Option<&str>) -> String {
+    match entry.map(|e| e.split_once(':')) {
+        None => "no file".to_string(),
+        Some(Some((mode, h))) => format!("mode {mode} sha256 {h}"),
+        Some(None) => format!("sha256 {}", entry.unwrap_or_default()),
+    }
 }
 
 /// The begun trace's key and run are the ones `capture --trace` verified
@@ -109,7 +158,7 @@ impl Guest for SpanBijection {
             name: "span_bijection".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             summary:
-                "the agent's tool-call trace and the patch agree: no ghost, phantom or hash miss"
+                "the agent's tool-call trace and the patch agree: no ghost, phantom, hash miss or break"
                     .into(),
         }
     }
@@ -162,8 +211,57 @@ impl Guest for SpanBijection {
                 ),
             ));
         }
+        let modes = read_modes()?;
+        let mode_of = |path: &[u8], patched: bool| {
+            modes
+                .get(path)
+                .and_then(|(b, p)| if patched { p.as_deref() } else { b.as_deref() })
+        };
+        for first in &judged.firsts {
+            let at_base = entry_at(
+                "/base",
+                first.path,
+                mode_of(first.path, false),
+                first.expected,
+            )?;
+            if let Some(m) = first.check(at_base) {
+                findings.push(finding(
+                    &shown(m.path),
+                    None,
+                    format!(
+                        "break: {} span `{}` (trace line {}) found {} there, but the base revision holds {}: it changed outside the trace before the first tool call on it",
+                        m.span.op.as_str(),
+                        m.span.id,
+                        m.span.open_line,
+                        holding(m.expected),
+                        holding(m.actual.as_deref())
+                    ),
+                ));
+            }
+        }
+        for b in &judged.breaks {
+            findings.push(finding(
+                &shown(b.path),
+                None,
+                format!(
+                    "break: {} span `{}` (trace line {}) found {} there, but span `{}` left {}: it changed outside the trace between two tool calls",
+                    b.span.op.as_str(),
+                    b.span.id,
+                    b.span.open_line,
+                    holding(b.found),
+                    b.previous.map_or("", |p| p.id.as_str()),
+                    holding(b.expected)
+                ),
+            ));
+        }
         for owned in &judged.owned {
-            if let Some(m) = owned.check(sha256_at(owned.path)?) {
+            let now = entry_at(
+                "/patched",
+                owned.path,
+                mode_of(owned.path, true),
+                owned.expected,
+            )?;
+            if let Some(m) = owned.check(now) {
                 findings.push(finding(
                     &shown(m.path),
                     None,
