@@ -200,3 +200,31 @@ fn an_honest_patch_adding_a_test_and_a_dependency_is_review() {
         assert_eq!(outcome(&record, name)["outcome"], "holds", "{name}");
     }
 }
+
+// A renamed test is compared with its old path at the base: the skip
+// marker added on the way is new even though the new path has no base.
+#[test]
+fn a_skip_added_while_renaming_a_test_is_reject() {
+    const TO: &str = "tests/test_backoff.py";
+    let repo = DemoRepo::new();
+    let patch = patch_of(&repo, |root| {
+        edit(
+            root,
+            PY,
+            "    def test_cap(self):\n",
+            "    @unittest.skip(\"later\")\n    def test_cap(self):\n",
+        );
+        std::fs::rename(root.join(PY), root.join(TO)).unwrap();
+    });
+    assert!(String::from_utf8_lossy(&patch).contains(&format!("rename to {TO}")));
+    let record = rejected(&repo, &patch);
+    let f = finding(
+        &record,
+        "assertions_not_weakened",
+        TO,
+        &format!(
+            "`unittest.skip` added: skips the test (Python; 0 in the base, 1 now, compared with `{PY}` at the base)"
+        ),
+    );
+    assert_eq!(f["line"], 14, "{f:#}");
+}

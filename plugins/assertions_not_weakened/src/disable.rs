@@ -151,6 +151,85 @@ fn assertion_name(lang: Lang, name: &str) -> bool {
     }
 }
 
+/// `unittest.TestCase`'s assertions (and their old aliases): a test case
+/// defining a method of one of these names overrides it. A helper of
+/// another name (`assertValidResponse`) is a new assertion, not a finding.
+const UNITTEST_ASSERTIONS: &[&str] = &[
+    "assertEqual",
+    "assertEquals",
+    "assertNotEqual",
+    "assertNotEquals",
+    "assertTrue",
+    "assertFalse",
+    "assertIs",
+    "assertIsNot",
+    "assertIsNone",
+    "assertIsNotNone",
+    "assertIn",
+    "assertNotIn",
+    "assertIsInstance",
+    "assertNotIsInstance",
+    "assertRaises",
+    "assertRaisesRegex",
+    "assertRaisesRegexp",
+    "assertWarns",
+    "assertWarnsRegex",
+    "assertLogs",
+    "assertNoLogs",
+    "assertAlmostEqual",
+    "assertAlmostEquals",
+    "assertNotAlmostEqual",
+    "assertGreater",
+    "assertGreaterEqual",
+    "assertLess",
+    "assertLessEqual",
+    "assertRegex",
+    "assertRegexpMatches",
+    "assertNotRegex",
+    "assertCountEqual",
+    "assertMultiLineEqual",
+    "assertSequenceEqual",
+    "assertListEqual",
+    "assertTupleEqual",
+    "assertSetEqual",
+    "assertDictEqual",
+    "assertDictContainsSubset",
+    "assert_",
+    "fail",
+    "failUnless",
+    "failIf",
+    "failUnlessEqual",
+    "failIfEqual",
+    "failUnlessRaises",
+    "failUnlessAlmostEqual",
+    "failIfAlmostEqual",
+];
+
+/// JUnit's and Hamcrest's static assertions: a test class declaring a
+/// method of one of these names shadows the static import.
+const JUNIT_ASSERTIONS: &[&str] = &[
+    "assertEquals",
+    "assertNotEquals",
+    "assertTrue",
+    "assertFalse",
+    "assertNull",
+    "assertNotNull",
+    "assertSame",
+    "assertNotSame",
+    "assertArrayEquals",
+    "assertIterableEquals",
+    "assertLinesMatch",
+    "assertThrows",
+    "assertThrowsExactly",
+    "assertDoesNotThrow",
+    "assertAll",
+    "assertTimeout",
+    "assertTimeoutPreemptively",
+    "assertInstanceOf",
+    "assertThat",
+    "fail",
+];
+
 /// Whether a source line names an assertion in a string (`"assertEqual"`).
 fn names_assertion(text: &str) -> bool {
     let b = text.as_bytes();
@@ -327,7 +406,7 @@ pub fn scan(lang: Lang, src: &str) -> Scan {
                 if id.starts_with("assume") && next == "(" {
                     push(toks.chain(i), "added", SKIPS, line, false);
                 }
-                if matches!(id, "void" | "fun") && assertion_name(lang, next) {
+                if matches!(id, "void" | "fun") && JUNIT_ASSERTIONS.contains(&next) {
                     push(next.to_string(), "redefined", REBINDS, line, false);
                 }
             }
@@ -492,14 +571,8 @@ fn python(
             }
         }
         // `def assertEqual(self, …)` in a test case overrides the assertion.
-        "def" if next.starts_with("assert") || next.starts_with("fail") => {
-            let camel = next
-                .strip_prefix("assert")
-                .or_else(|| next.strip_prefix("fail"))
-                .is_some_and(|r| r.is_empty() || r.starts_with(|c: char| c.is_ascii_uppercase()));
-            if camel {
-                push(next.into(), "redefined", REBINDS, line, false);
-            }
+        "def" if UNITTEST_ASSERTIONS.contains(&next) => {
+            push(next.into(), "redefined", REBINDS, line, false)
         }
         "def" if next.starts_with("test") => *tests += 1,
         "class" if next.starts_with("Test") => *tests += 1,
@@ -725,6 +798,11 @@ mod tests {
         );
         none(py, "x = a if skip_ok else b\nresult = parser.skip(3)\n");
         none(py, "def assert_valid(x):\n    assert x\n");
+        none(
+            py,
+            "def assertValidResponse(self, r):\n    self.assertEqual(r.status, 200)\n",
+        );
+        none(py, "self.assertions = []\nfailures = 0\n");
         none(
             py,
             "@pytest.mark.parametrize('a', [1])\ndef test_a(a): pass\n",
