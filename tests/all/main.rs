@@ -4,6 +4,7 @@ mod batch;
 mod capture;
 mod classify;
 mod cli;
+mod disabled_tests;
 mod flake;
 mod fuzz_regressions;
 mod hermetic_git;

@@ -267,3 +267,58 @@ pub fn outcome<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json:
         .find(|p| p["name"] == name)
         .unwrap_or_else(|| panic!("no property `{name}` in {record:#}"))
 }
+
+/// The patch `edit` makes on top of the base, as `git diff --binary` writes
+/// it (renames detected), the ledger left out; the repository is back at
+/// the base afterwards.
+pub fn patch_of(repo: &DemoRepo, edit: impl FnOnce(&Path)) -> Vec<u8> {
+    let root = repo.path();
+    edit(root);
+    git(root, &["add", "-A", "--", ".", ":!.agent-ledger"]);
+    let out = Command::new("git")
+        .args(["diff", "--cached", "--binary", "-M", &repo.base])
+        .current_dir(root)
+        .output()
+        .expect("run git diff");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty(), "the edit changed nothing");
+    git(root, &["reset", "-q", "--hard", &repo.base]);
+    out.stdout
+}
+
+/// Captures `patch` as run `r` and checks it: the trial must be `reject`.
+/// Returns the property record.
+pub fn rejected(repo: &DemoRepo, patch: &[u8]) -> serde_json::Value {
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(patch),
+    )
+    .assert_code(0);
+    let before = repo.digest();
+    let out = repo.check("r", &[]);
+    out.assert_code(4);
+    assert_eq!(out.json()["verdict"]["verdict"], "reject");
+    assert_eq!(repo.digest(), before, "the replay changed the repository");
+    repo.properties("r")
+}
+
+/// Asserts `property` missed with a finding on `path` whose message holds
+/// `needle`.
+#[track_caller]
+pub fn assert_miss(record: &serde_json::Value, property: &str, path: &str, needle: &str) {
+    let p = outcome(record, property);
+    assert_eq!(p["outcome"], "miss", "{property}: {p:#}");
+    assert!(
+        p["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == path && f["message"].as_str().unwrap().contains(needle)),
+        "{property}: no finding on `{path}` with `{needle}`: {p:#}"
+    );
+}

@@ -3,7 +3,8 @@
 pub use agent_ledger_guest::Lang;
 
 /// Returns `src` with comments removed and string/char literal contents
-/// blanked (quotes kept), so only code remains.
+/// blanked (quotes kept), so only code remains. Every line break is kept,
+/// so a line of the result is the same line of `src`.
 pub fn strip(lang: Lang, src: &str) -> String {
     let b = src.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -11,6 +12,7 @@ pub fn strip(lang: Lang, src: &str) -> String {
     let starts = |i: usize, s: &[u8]| b[i..].starts_with(s);
     while i < b.len() {
         let c = b[i];
+        let start = i;
         if lang == Lang::Python {
             if c == b'#' {
                 while i < b.len() && b[i] != b'\n' {
@@ -20,7 +22,7 @@ pub fn strip(lang: Lang, src: &str) -> String {
             }
             if c == b'"' || c == b'\'' {
                 i = skip_python_string(b, i, 0);
-                out.extend_from_slice(b"\"\"");
+                blank(&mut out, &b[start..i], b'"');
                 continue;
             }
         } else {
@@ -73,7 +75,7 @@ pub fn strip(lang: Lang, src: &str) -> String {
                         j += 1;
                     }
                     i = (j + close.len()).min(b.len());
-                    out.extend_from_slice(b"\"\"");
+                    blank(&mut out, &b[start..i], b'"');
                     continue;
                 }
             }
@@ -82,12 +84,12 @@ pub fn strip(lang: Lang, src: &str) -> String {
                 // honoured (Java's rule): where Kotlin's differs, more is
                 // read as string, so fewer assertions count, never more.
                 i = skip_quoted(b, i, 3, c, true);
-                out.extend_from_slice(b"\"\"");
+                blank(&mut out, &b[start..i], b'"');
                 continue;
             }
             if lang == Lang::JavaScript && c == b'`' {
                 i = skip_template(b, i, 0);
-                out.extend_from_slice(b"\"\"");
+                blank(&mut out, &b[start..i], b'"');
                 continue;
             }
             if lang == Lang::JavaScript && c == b'/' && regex_can_start(b, i) {
@@ -97,7 +99,7 @@ pub fn strip(lang: Lang, src: &str) -> String {
             }
             if c == b'"' || (c == b'`' && lang == Lang::Go) {
                 i = skip_quoted(b, i, 1, c, !(c == b'`' && lang == Lang::Go));
-                out.extend_from_slice(b"\"\"");
+                blank(&mut out, &b[start..i], b'"');
                 continue;
             }
             if c == b'\'' {
@@ -114,12 +116,12 @@ pub fn strip(lang: Lang, src: &str) -> String {
                     };
                     if let Some(end) = end {
                         i = end + 1;
-                        out.extend_from_slice(b"''");
+                        blank(&mut out, &b[start..i], b'\'');
                         continue;
                     }
                 } else {
                     i = skip_quoted(b, i, 1, c, true);
-                    out.extend_from_slice(b"''");
+                    blank(&mut out, &b[start..i], b'\'');
                     continue;
                 }
             }
@@ -128,6 +130,14 @@ pub fn strip(lang: Lang, src: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Stands for a skipped literal: its quotes, with the line breaks it held
+/// between them, so that line numbers in the stripped code are the source's.
+fn blank(out: &mut Vec<u8>, literal: &[u8], quote: u8) {
+    out.push(quote);
+    out.extend(literal.iter().filter(|&&c| c == b'\n'));
+    out.push(quote);
 }
 
 fn ident_before(b: &[u8], i: usize) -> bool {
