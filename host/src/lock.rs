@@ -178,18 +178,28 @@ fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {
             size: bytes.len() as u64,
             sha256: sha256_hex(bytes),
             target: Some(text.to_string()),
+            executable: false,
         })
     } else {
-        let (sha256, size) = top
+        use std::os::unix::fs::PermissionsExt;
+        let file = top
             .open(&found.path)
-            .and_then(|f| sha256_reader(f.into_std()))
-            .map_err(|e| Error::read(&abs(), e))?;
+            .map_err(|e| Error::read(&abs(), e))?
+            .into_std();
+        let mode = file
+            .metadata()
+            .map_err(|e| Error::read(&abs(), e))?
+            .permissions()
+            .mode();
+        let (sha256, size) = sha256_reader(file).map_err(|e| Error::read(&abs(), e))?;
         Ok(LockEntry {
             path: found.path,
             kind: "file".into(),
             size,
             sha256,
             target: None,
+            // As git decides it: the owner's execute bit.
+            executable: mode & 0o100 != 0,
         })
     }
 }
@@ -293,7 +303,7 @@ pub fn check_consistent(lock: &FixtureLock, path: &Path) -> Result<()> {
 }
 
 /// Compares a lock's entries with a fresh scan: added, removed and changed
-/// paths (content, size, kind or link target).
+/// paths (content, size, kind, link target or executable bit).
 pub fn compare(locked: &[LockEntry], now: &[LockEntry]) -> Drift {
     let mut drift = Drift::default();
     let (mut i, mut j) = (0, 0);
@@ -341,6 +351,7 @@ mod tests {
             size: content.len() as u64,
             sha256: sha256_hex(content.as_bytes()),
             target: None,
+            executable: false,
         }
     }
 
@@ -351,6 +362,7 @@ mod tests {
             size: target.len() as u64,
             sha256: sha256_hex(target.as_bytes()),
             target: Some(target.into()),
+            executable: false,
         }
     }
 
@@ -473,6 +485,31 @@ mod tests {
         for root in [".git", ".git/hooks", "sub/.git", ".GIT"] {
             assert!(normalize_root(root).is_err(), "`{root}` was accepted");
         }
+    }
+
+    #[test]
+    fn scan_records_the_executable_bit_and_compare_sees_it_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = small_tree();
+        let roots = vec![String::new()];
+        let before = scan(dir.path(), &roots).unwrap().entries;
+        assert!(before.iter().all(|e| !e.executable));
+        let first = before
+            .iter()
+            .find(|e| e.kind == "file")
+            .unwrap()
+            .path
+            .clone();
+        let path = dir.path().join(&first);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let after = scan(dir.path(), &roots).unwrap().entries;
+        assert!(after.iter().find(|e| e.path == first).unwrap().executable);
+        // Same bytes, same size: only the mode changed, and that drifts.
+        assert_eq!(compare(&before, &after).changed, [first]);
+        // A lock written before the field existed reads as not executable.
+        let old: LockEntry =
+            serde_json::from_str(r#"{"path":"a","kind":"file","size":0,"sha256":"x"}"#).unwrap();
+        assert!(!old.executable);
     }
 
     #[test]

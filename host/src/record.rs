@@ -217,6 +217,11 @@ pub struct LockEntry {
     /// The symlink's target, as stored in the link; absent for files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// `true` for a file its owner may execute (git's mode 100755); absent
+    /// otherwise, so a patch that only makes a fixture executable (or no
+    /// longer executable) drifts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub executable: bool,
 }
 
 /// `fixtures/ID.lock.json`: every file under the fixture roots, hashed from

@@ -132,6 +132,32 @@ fn a_patch_touching_a_fixture_is_fixture_mismatch() {
 }
 
 #[test]
+fn a_patch_that_only_makes_a_fixture_executable_is_fixture_mismatch() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = DemoRepo::new();
+    let patch = patch_of(&repo, |root| {
+        let f = root.join("tests/fixtures/backoff.json");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    });
+    assert!(String::from_utf8_lossy(&patch).contains("new mode 100755"));
+    let body = repo.path().join("../chmod.diff");
+    std::fs::write(&body, &patch).unwrap();
+    run(
+        repo.path(),
+        &["capture", "--run", "r", "--body", body.to_str().unwrap()],
+    )
+    .assert_code(0);
+    let out = repo.check("r", &[]);
+    out.assert_code(3);
+    let v = out.json();
+    assert_eq!(v["verdict"]["verdict"], "fixture_mismatch");
+    assert_eq!(
+        v["properties"]["fixtures"]["changed"][0],
+        "tests/fixtures/backoff.json"
+    );
+}
+
+#[test]
 fn a_patch_that_does_not_apply_is_a_patch_applies_miss() {
     let repo = DemoRepo::new();
     repo.capture("r", "does-not-apply");

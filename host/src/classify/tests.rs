@@ -67,6 +67,7 @@ fn entry(path: &str, content: &str) -> LockEntry {
         size: content.len() as u64,
         sha256: sha256_hex(content.as_bytes()),
         target: None,
+        executable: false,
     }
 }
 
