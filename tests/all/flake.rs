@@ -579,3 +579,41 @@ fn without_a_network_namespace_the_test_command_needs_allow_network() {
     assert_eq!(record["test_run"]["network"], "allowed");
     assert_eq!(record["test_run"]["sandbox"], "none");
 }
+
+#[test]
+fn a_freeze_does_not_cover_a_test_the_patch_rewrites() {
+    // The patch writes the file that defines the frozen test (here: adds a
+    // `tests/test_queue.py` whose `test_retry_window` fails for real): its
+    // failure is the patch's, whatever the freeze says.
+    let repo = flaky_repo();
+    observe(
+        repo.path(),
+        &["flaky-passes", "flaky-fails"],
+        "2026-12-10",
+        "2026-11-30",
+    )
+    .assert_code(0);
+    let base = commit_freeze(&repo);
+    let body = repo.path().join("../rewrites-frozen.diff");
+    std::fs::write(
+        &body,
+        "diff --git a/tests/test_queue.py b/tests/test_queue.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_queue.py\n@@ -0,0 +1,3 @@\n+class TestRetry:\n+    def test_retry_window(self):\n+        assert False\n",
+    )
+    .unwrap();
+    run(
+        repo.path(),
+        &["capture", "--run", "r", "--body", body.to_str().unwrap()],
+    )
+    .assert_code(0);
+    check(&repo, "r", &base, "flaky-fails", "2026-12-01").assert_code(4);
+    let p = outcome(&repo.properties("r"), "tests_pass").clone();
+    assert_eq!(p["outcome"], "miss", "{p:#}");
+    assert!(p["findings"][0].get("frozen").is_none(), "{p:#}");
+    assert!(
+        p["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("frozen, but counted: the patch changes `tests/test_queue.py`"),
+        "{p:#}"
+    );
+}
