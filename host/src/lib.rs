@@ -35,6 +35,7 @@ pub mod record;
 pub mod replay;
 pub mod report;
 pub mod resolve;
+pub mod runs;
 pub mod sandbox;
 pub mod scaffold;
 pub mod schema;

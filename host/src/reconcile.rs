@@ -20,9 +20,9 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-/// Paths that differ from HEAD in the working tree or index; with
-/// `ignored`, every git-ignored file too. With `base` (a begun run), the
-/// tree is seen through a git directory of our own (`Repo::isolated`) with
+/// Paths where the working tree differs from `base` (a begun run's) or
+/// HEAD; with `ignored`, every git-ignored file too. The tree is seen
+/// through a git directory of our own (`Repo::isolated`) with
 /// an index read from `base`, so nothing the agent did to the workspace's
 /// index (staged changes, `assume-unchanged` or `skip-worktree` bits) or to
 /// the repository's git directory (`info/attributes`, a filter in its
@@ -31,8 +31,20 @@ pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<B
     // The hermetic git of `git`: no global config, excludes file, fsmonitor
     // or hook of the agent's choosing takes part in judging its tree.
     let git = crate::git::Repo::open(repo)?;
-    let Some(base) = base else {
-        return status(&git, ignored);
+    // Without a begun run, HEAD is the base (trusted in this mode: an agent
+    // that can commit can move it); still judged through our own index, so
+    // the repository's `skip-worktree` or `assume-unchanged` bits hide
+    // nothing. A repository without a commit has nothing to read a tree from.
+    let head;
+    let base = match base {
+        Some(b) => b,
+        None => match git.resolve_commit("HEAD") {
+            Ok(h) => {
+                head = h;
+                head.as_str()
+            }
+            Err(_) => return status(&git, ignored),
+        },
     };
     let scratch = crate::replay::tempdir()?;
     let isolated = git.isolated(base, scratch.path())?;

@@ -516,6 +516,10 @@ pub struct TreeModes {
 pub struct PathModes {
     /// Repository-relative path (lossy UTF-8, as `changes` in the trial).
     pub path: String,
+    /// The path's exact bytes in hex, when they are not UTF-8 (two such
+    /// paths can share one lossy `path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_hex: Option<String>,
     /// Its mode at the base revision (`100644`, `100755`, `120000`,
     /// `160000`); null when absent.
     pub base: Option<String>,

@@ -30,6 +30,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("signature-envelope", of::<crate::sign::Envelope>()),
         ("report-summary", of::<crate::report::Summary>()),
         ("modes", of::<crate::record::TreeModes>()),
+        ("run-registration", of::<crate::runs::Registration>()),
     ]
 }
 

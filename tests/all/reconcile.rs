@@ -208,9 +208,10 @@ fn awkward_paths_are_handled_exactly() {
             .arg("write")
             .arg(std::ffi::OsStr::from_bytes(name))
             .arg("--from")
-            .arg(fixture("patches/good.diff"))
+            .arg("-")
             .arg("--trace")
             .arg(&a.trace)
+            .stdin(std::fs::File::open(fixture("patches/good.diff")).unwrap())
             .status()
             .unwrap();
         assert!(status.success(), "{}", String::from_utf8_lossy(name));
@@ -324,10 +325,10 @@ fn concurrent_appends_never_tear_a_line() {
     let children: Vec<_> = (0..16)
         .map(|i| {
             let mut cmd = command(a.path());
-            cmd.args(["trace", "write", &format!("c/{i}.txt"), "--from"])
-                .arg(fixture("patches/good.diff"))
+            cmd.args(["trace", "write", &format!("c/{i}.txt"), "--from", "-"])
                 .arg("--trace")
-                .arg(&a.trace);
+                .arg(&a.trace)
+                .stdin(std::fs::File::open(fixture("patches/good.diff")).unwrap());
             cmd.spawn().unwrap()
         })
         .collect();

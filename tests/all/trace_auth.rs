@@ -1491,3 +1491,230 @@ fn span_bijection_finds_breaks_and_mode_changes_in_the_patch() {
         "{messages:?}"
     );
 }
+
+// ---- the adapter's flags are the agent's ------------------------------------
+
+#[test]
+fn the_adapter_cannot_reach_a_begun_runs_trace_or_key_through_its_flags() {
+    let r = Run::begin("a1");
+    let key_file = r.key_file();
+    let key = std::fs::read_to_string(&key_file).unwrap();
+    // `--from` reads as the operator: only stdin or a file in the tree.
+    let out = r.al(
+        &[
+            "trace",
+            "write",
+            "leak.txt",
+            "--from",
+            key_file.to_str().unwrap(),
+        ],
+        None,
+    );
+    out.assert_code(64);
+    assert!(
+        out.stderr.contains("is not a file inside"),
+        "{}",
+        out.stderr
+    );
+    assert!(!r.workspace.join("leak.txt").exists());
+    r.shell_write("notes.md", "from a file in the tree\n");
+    r.al(&["trace", "write", "copy.md", "--from", "notes.md"], None)
+        .assert_code(0);
+
+    // A throw-away trace with no begin line, aimed at the workspace, the
+    // repository the run began from, or another repository.
+    let scratch = tempdir();
+    let other_trace = scratch.path().join("u.jsonl");
+    let other_trace = other_trace.to_str().unwrap();
+    let ws = r.workspace.to_str().unwrap();
+    let cat = ["--", "cat", key_file.to_str().unwrap()];
+    let exec_in = |repo: &str| {
+        let mut args = vec!["trace", "exec", "--trace", other_trace, "--repo", repo];
+        args.extend_from_slice(&cat);
+        r.al(&args, None)
+    };
+    let out = exec_in(ws);
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("is the workspace of run"),
+        "{}",
+        out.stderr
+    );
+    let out = exec_in(r.repo.path().to_str().unwrap());
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("holds the git directory of run"),
+        "{}",
+        out.stderr
+    );
+    let elsewhere = DemoRepo::new();
+    let out = exec_in(elsewhere.path().to_str().unwrap());
+    out.assert_code(6);
+    assert!(!out.stdout.contains(key.trim()), "the key was read");
+    // Writing into the trace's directory: not a work tree, and refused if
+    // it were one.
+    let state = r.trace.parent().unwrap();
+    let out = r.al(
+        &[
+            "trace",
+            "write",
+            "--trace",
+            other_trace,
+            "--repo",
+            state.to_str().unwrap(),
+            "trace.jsonl",
+        ],
+        Some(b"forged\n"),
+    );
+    assert_ne!(out.code, 0);
+    git(state, &["init", "-q"]);
+    let out = r.al(
+        &[
+            "trace",
+            "write",
+            "--trace",
+            other_trace,
+            "--repo",
+            state.to_str().unwrap(),
+            "trace.jsonl",
+        ],
+        Some(b"forged\n"),
+    );
+    out.assert_code(65);
+    assert!(out.stderr.contains("run `"), "{}", out.stderr);
+    assert!(
+        std::fs::read_to_string(&r.trace)
+            .unwrap()
+            .contains("\"event\":\"begin\"")
+    );
+    // A subdirectory is not the top of a work tree.
+    let out = r.al(
+        &[
+            "trace",
+            "write",
+            "--trace",
+            other_trace,
+            "--repo",
+            elsewhere.path().join("src").to_str().unwrap(),
+            "x.py",
+        ],
+        Some(b"x\n"),
+    );
+    out.assert_code(64);
+    assert!(
+        out.stderr.contains("not the top of a git work tree"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_unauthenticated_reconcile_reads_its_own_index_and_takes_a_base() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let trace = scratch.path().join("t.jsonl");
+    let al = |args: &[&str]| {
+        let mut cmd = command(repo.path());
+        cmd.env("AGENT_LEDGER_TRACE", &trace);
+        run_command(cmd, args, None)
+    };
+    let base = git(repo.path(), &["rev-parse", "HEAD"]);
+    // skip-worktree on a file the shell rewrote: git's own status is clean.
+    git(
+        repo.path(),
+        &["update-index", "--skip-worktree", "README.md"],
+    );
+    write(&repo.path().join("README.md"), "EVIL\n");
+    let out = al(&["reconcile", "--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["README.md"])
+    );
+    // A commit moves HEAD over the change; the base given names it.
+    git(
+        repo.path(),
+        &["update-index", "--no-skip-worktree", "README.md"],
+    );
+    git(repo.path(), &["commit", "-qam", "hide"]);
+    al(&["reconcile"]).assert_code(0);
+    let out = al(&["reconcile", "--base", base.trim(), "--format", "json"]);
+    out.assert_code(1);
+    assert_eq!(
+        out.json()["report"]["ghosts"],
+        serde_json::json!(["README.md"])
+    );
+}
+
+#[test]
+fn span_bijection_does_not_take_a_submodule_for_a_deleted_file() {
+    let r = Run::begin("a1");
+    r.al(&["trace", "delete", "README.md"], None).assert_code(0);
+    let end = r.al(&["trace", "end"], None);
+    end.assert_code(0);
+    // The patch handed over instead turns README.md into a gitlink.
+    let clone = tempdir();
+    let c = clone.path().join("c");
+    git(
+        r.repo.path(),
+        &[
+            "clone",
+            "-q",
+            r.repo.path().to_str().unwrap(),
+            c.to_str().unwrap(),
+        ],
+    );
+    git(&c, &["rm", "-q", "README.md"]);
+    git(
+        &c,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            "160000,1111111111111111111111111111111111111111,README.md",
+        ],
+    );
+    let diff = clone.path().join("evil.diff");
+    git(
+        &c,
+        &[
+            "diff",
+            "--cached",
+            "--binary",
+            "--output",
+            diff.to_str().unwrap(),
+        ],
+    );
+    let config = r.trace.with_file_name("ledger.toml");
+    std::fs::write(
+        &config,
+        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"span_bijection\"\nplugin = \"builtin:span_bijection\"\n",
+    )
+    .unwrap();
+    run_command(
+        command(r.repo.path()),
+        &[
+            "capture",
+            "--run",
+            "gitlink",
+            "--body",
+            diff.to_str().unwrap(),
+            "--trace",
+            r.trace.to_str().unwrap(),
+        ],
+        None,
+    )
+    .assert_code(0);
+    r.repo
+        .check("gitlink", &["--config", config.to_str().unwrap()])
+        .assert_code(4);
+    let p = outcome(&r.repo.properties("gitlink"), "span_bijection").clone();
+    assert_eq!(p["outcome"], "miss", "{p}");
+    assert!(
+        p["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the patched tree holds mode 160000"),
+        "{p}"
+    );
+}

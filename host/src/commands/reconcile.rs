@@ -28,6 +28,11 @@ pub struct ReconcileArgs {
     /// Exit 3 when the tree is clean and no write or delete span exists.
     #[arg(long)]
     pub require_mutation: bool,
+    /// The revision the agent started from, for a trace without a begin
+    /// line [default: HEAD, which an agent that can commit can move]. A
+    /// begun run's base is its begin line's.
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -67,12 +72,14 @@ impl Judged {
     }
 }
 
-/// Where a trace's key is (`None`: `TRACE.key` beside it) and the key's
-/// sha256 when the caller pinned it.
+/// What the caller trusts: where a trace's key is (`None`: `TRACE.key`
+/// beside it), the key's sha256 when pinned, and the base revision of a
+/// trace without a begin line (`None`: HEAD).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TraceKey<'a> {
+pub struct Trust<'a> {
     pub file: Option<&'a Path>,
     pub pin: Option<&'a str>,
+    pub base: Option<&'a str>,
 }
 
 /// Verifies the trace at `trace` and judges it against the tree at `root`
@@ -81,7 +88,7 @@ pub struct TraceKey<'a> {
 pub fn judge_trace(
     root: &Path,
     trace: &Path,
-    key: TraceKey<'_>,
+    key: Trust<'_>,
     exclude: &[PathBuf],
     ignored: IgnoredPolicy,
     require_mutation: bool,
@@ -110,13 +117,19 @@ pub fn judge_trace(
         .collect();
     if let Some(a) = &verified.auth {
         crate::trace::check_workspace(root, &a.workspace, &a.git_dir, &a.base)?;
+        if let Some(b) = key.base.filter(|b| *b != a.base) {
+            return Err(Error::Usage(format!(
+                "`--base {b}` is not the run's base {}: a begun run is judged from its begin line's",
+                a.base
+            )));
+        }
     }
     let report = reconcile(
         root,
         &verified.spans,
         &exclude,
         ignored == IgnoredPolicy::Deny,
-        verified.auth.as_ref().map(|a| a.base.as_str()),
+        verified.auth.as_ref().map(|a| a.base.as_str()).or(key.base),
         tree,
     )?;
     let (code, result) = if !report.open.is_empty() {
@@ -181,12 +194,17 @@ impl ReconcileArgs {
                 resolved.ledger.root().display()
             )));
         }
+        let base = match &self.base {
+            Some(rev) => Some(crate::git::Repo::open(root)?.resolve_commit(rev)?),
+            None => None,
+        };
         let judged = judge_trace(
             root,
             &self.trace,
-            TraceKey {
+            Trust {
                 file: self.trace_key.as_deref(),
                 pin: self.key_pin.sha256.as_deref(),
+                base: base.as_deref(),
             },
             &[resolved.ledger.root().to_path_buf()],
             resolved.config.config.trace.ignored,

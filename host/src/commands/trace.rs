@@ -68,7 +68,8 @@ pub enum TraceCommand {
     Write {
         /// Repository-relative path to write.
         path: PathBuf,
-        /// Where the bytes come from: a file, or `-` for stdin.
+        /// Where the bytes come from: `-` for stdin, or a file inside the
+        /// tree (the adapter reads as the operator, outside any sandbox).
         #[arg(long, value_name = "FILE", default_value = "-")]
         from: PathBuf,
         #[command(flatten)]
@@ -132,17 +133,48 @@ pub enum TraceCommand {
     },
 }
 
-/// The directory the paths of a call are relative to: the workspace of a
-/// begun run (a `--repo` naming another is refused), else `--repo` or `.`.
-fn root_of(at: &Where) -> Result<PathBuf> {
-    Ok(workspace_of(at)?.0)
+/// Where an adapter call works.
+struct Call {
+    /// The directory the paths of the call are relative to: the workspace
+    /// of a begun run (a `--repo` naming another is refused), else the top
+    /// of the git work tree `--repo` (or `.`) names.
+    root: PathBuf,
+    /// The base revision of a begun run (its workspace checked with
+    /// `trace::check_workspace`).
+    base: Option<String>,
+    /// The trace directories of every registered run, which `trace exec`
+    /// hides (`runs::guard` refused the call if one forbids it).
+    hide: Vec<PathBuf>,
 }
 
-/// [`root_of`], and the base revision of a begun run (its workspace checked
-/// with `trace::check_workspace`).
-fn workspace_of(at: &Where) -> Result<(PathBuf, Option<String>)> {
+fn root_of(at: &Where) -> Result<PathBuf> {
+    Ok(workspace_of(at)?.root)
+}
+
+fn workspace_of(at: &Where) -> Result<Call> {
+    let (root, base) = unguarded_workspace_of(at)?;
+    let hide = crate::runs::guard(&root, &at.trace)?;
+    Ok(Call { root, base, hide })
+}
+
+fn unguarded_workspace_of(at: &Where) -> Result<(PathBuf, Option<String>)> {
     let Some(run) = trace::run_of(&at.trace)? else {
-        return Ok((at.repo.clone().unwrap_or_else(|| PathBuf::from(".")), None));
+        // Unauthenticated: the top of a git work tree, nothing else (the
+        // flags are the agent's, and the adapter writes as the operator).
+        let dir = at.repo.clone().unwrap_or_else(|| PathBuf::from("."));
+        let repo = crate::git::Repo::open(&dir)?;
+        let same = match (dir.canonicalize(), repo.root.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            return Err(Error::Usage(format!(
+                "`{}` is not the top of a git work tree (`{}` is): an adapter call works at the top of one",
+                dir.display(),
+                repo.root.display()
+            )));
+        }
+        return Ok((dir, None));
     };
     let ws = PathBuf::from(run.begin.workspace.clone().unwrap_or_default());
     if let Some(repo) = &at.repo {
@@ -272,6 +304,30 @@ impl TraceArgs {
             TraceCommand::Write { path, from, at } => {
                 let root = root_of(&at)?;
                 let rel = checked_path(&root, &path)?;
+                // `--from` reads as the operator, outside any sandbox: only
+                // stdin or a file inside the call's own tree.
+                let from = if from.as_os_str() == "-" {
+                    from
+                } else {
+                    let inside = from
+                        .canonicalize()
+                        .ok()
+                        .zip(root.canonicalize().ok())
+                        .and_then(|(f, r)| f.strip_prefix(&r).ok().map(Path::to_path_buf));
+                    match inside {
+                        Some(rel_from) if !rel_from.as_os_str().is_empty() => {
+                            checked_path(&root, &rel_from)?;
+                            root.join(rel_from)
+                        }
+                        _ => {
+                            return Err(Error::Usage(format!(
+                                "`--from {}` is not a file inside `{}`: pass the bytes on stdin (`--from -`), or a file in the tree",
+                                from.display(),
+                                root.display()
+                            )));
+                        }
+                    }
+                };
                 let bytes = crate::input::read_file_or_stdin(&from, crate::input::BODY_CAP)?;
                 let target = abs(&root, &rel);
                 let span = open(&at, Op::Write, &rel, hash_at(&root, &rel)?)?;
@@ -376,6 +432,7 @@ struct Sandboxing {
 fn run_sandboxed(
     root: &Path,
     trace_file: &Path,
+    registered: &[PathBuf],
     argv: &[String],
     how: Sandboxing,
 ) -> Result<std::result::Result<i32, String>> {
@@ -390,6 +447,8 @@ fn run_sandboxed(
         .map(Path::to_path_buf);
     let mut hidden: Vec<PathBuf> = Vec::new();
     hidden.extend(trace_dir);
+    // Every begun run's trace and key, whichever trace this call names.
+    hidden.extend(registered.iter().cloned());
     hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
     hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
     hidden.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
@@ -486,7 +545,7 @@ fn exec(
             })
         })
         .collect::<Result<Vec<String>>>()?;
-    let (root, base) = workspace_of(at)?;
+    let Call { root, base, hide } = workspace_of(at)?;
     let declared = writes
         .iter()
         .map(|w| checked_path(&root, w))
@@ -502,7 +561,7 @@ fn exec(
     for p in &declared {
         spans.push(open(at, Op::Write, p, before.get(p).cloned().flatten())?);
     }
-    let ran = run_sandboxed(&root, &at.trace, &argv, how);
+    let ran = run_sandboxed(&root, &at.trace, &hide, &argv, how);
     let after = snapshot(&root, &declared, &skip, ignored, base.as_deref())?;
     let failure = match &ran {
         Ok(Ok(0)) => None,
@@ -734,6 +793,24 @@ fn begin(
         let _ = std::fs::remove_file(&key_file);
         return Err(e);
     }
+    let registered = crate::runs::register(&crate::runs::Registration {
+        schema: crate::runs::SCHEMA,
+        run: run.clone(),
+        trace: trace_abs.clone(),
+        workspace: workspace.clone(),
+        git_dir: git_dir.clone(),
+        repo: resolved
+            .root
+            .canonicalize()
+            .map_err(|e| Error::read(&resolved.root, e))?,
+    });
+    if let Err(e) = registered {
+        // Unregistered, nothing would keep other adapter calls away from the
+        // key: the run does not begin.
+        let _ = std::fs::remove_file(&key_file);
+        let _ = std::fs::remove_file(&trace_abs);
+        return Err(e);
+    }
     let value = serde_json::json!({
         "run": run,
         "agent": agent,
@@ -806,7 +883,11 @@ fn end(
     let judged = crate::commands::reconcile::judge_trace(
         &ws,
         trace_file,
-        crate::commands::reconcile::TraceKey { file: None, pin },
+        crate::commands::reconcile::Trust {
+            file: None,
+            pin,
+            base: None,
+        },
         &[],
         ignored,
         require_mutation,

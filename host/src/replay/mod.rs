@@ -491,6 +491,9 @@ fn write_modes(inputs: &Path, co: &Checkout, base: &str) -> Result<()> {
         .into_iter()
         .map(|(path, base, patched)| crate::record::PathModes {
             path: String::from_utf8_lossy(&path).into_owned(),
+            path_hex: std::str::from_utf8(&path)
+                .is_err()
+                .then(|| hex::encode(&path)),
             base,
             patched,
         })

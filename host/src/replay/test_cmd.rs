@@ -112,6 +112,14 @@ pub fn run_tests(
     hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
     hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
     hidden.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
+    // Every begun run's trace and key: the patched code has no business
+    // with them.
+    hidden.extend(
+        crate::runs::registered()?
+            .iter()
+            .map(|r| r.trace_dir().to_path_buf())
+            .filter(|d| !co.tree.starts_with(d)),
+    );
     let read_only = read_only_roots(&co.tree, fixtures)?;
     let jail = Jail {
         tree: &co.tree,

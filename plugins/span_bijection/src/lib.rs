@@ -21,26 +21,11 @@
 //! trace without a begin line is judged as before, with a finding saying it
 //! is unauthenticated.
 
-use agent_ledger_guest::{ChangeKind, Finding, Guest, Info, Outcome, Trial, finding};
+use agent_ledger_guest::{Finding, Guest, Info, Outcome, Trial, finding};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 struct SpanBijection;
-
-/// The patch's delta as raw paths: every changed path, and the old path of
-/// a rename.
-fn delta(trial: &Trial) -> BTreeSet<Vec<u8>> {
-    let mut changed = BTreeSet::new();
-    for c in &trial.changes {
-        changed.insert(c.path.clone().into_bytes());
-        if matches!(c.kind, ChangeKind::Renamed)
-            && let Some(old) = &c.old_path
-        {
-            changed.insert(old.clone().into_bytes());
-        }
-    }
-    changed
-}
 
 /// The git modes of every changed path (`/inputs/modes.json`, written by
 /// the host: WASI shows no permission bits): path, then (base, patched).
@@ -55,16 +40,24 @@ fn read_modes() -> Result<Modes, String> {
         return Err("`/inputs/modes.json`: not schema 1".into());
     }
     let mode = |v: Option<&serde_json::Value>| v.and_then(|m| m.as_str()).map(str::to_string);
-    Ok(value
+    let mut modes = Modes::new();
+    for p in value
         .get("paths")
         .and_then(|p| p.as_array())
         .into_iter()
         .flatten()
-        .filter_map(|p| {
-            let path = p.get("path")?.as_str()?.as_bytes().to_vec();
-            Some((path, (mode(p.get("base")), mode(p.get("patched")))))
-        })
-        .collect())
+    {
+        // The exact bytes: two paths that are not UTF-8 can share one
+        // lossy spelling, and one of them could be a span's.
+        let path = match (p.get("path_hex"), p.get("path")) {
+            (Some(h), _) => h.as_str().and_then(|h| hex::decode(h).ok()),
+            (None, Some(s)) => s.as_str().map(|s| s.as_bytes().to_vec()),
+            (None, None) => None,
+        }
+        .ok_or("`/inputs/modes.json`: an entry without a path")?;
+        modes.insert(path, (mode(p.get("base")), mode(p.get("patched"))));
+    }
+    Ok(modes)
 }
 
 /// What the tree at `root` holds at `path`, as a span records it
@@ -79,11 +72,18 @@ fn entry_at(
     expected: Option<&str>,
 ) -> Result<Option<String>, String> {
     use agent_ledger_trace::entry::{Kind, digest};
-    // Every owned path is in the delta, which the trial gives as strings.
+    // WASI names paths as strings: a path that is not UTF-8 cannot be read,
+    // and is judged absent (a span that wrote one is a hash miss).
     let Ok(path) = std::str::from_utf8(path) else {
         return Ok(None);
     };
     let p = format!("{root}/{path}");
+    // A submodule commit (160000) or any mode no span records: an entry no
+    // span's can equal, whatever WASI shows there (an empty directory, or
+    // nothing).
+    if let Some(m) = mode.filter(|m| Kind::from_git_mode(m).is_none()) {
+        return Ok(Some(format!("{m}:")));
+    }
     let (kind, bytes) = match std::fs::symlink_metadata(&p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot inspect `{path}` in `{root}`: {e}")),
@@ -113,6 +113,7 @@ fn shown(path: &[u8]) -> String {
 fn holding(entry: Option<&str>) -> String {
     match entry.map(|e| e.split_once(':')) {
         None => "no file".to_string(),
+        Some(Some((mode, ""))) => format!("mode {mode}"),
         Some(Some((mode, h))) => format!("mode {mode} sha256 {h}"),
         Some(None) => format!("sha256 {}", entry.unwrap_or_default()),
     }
@@ -163,7 +164,7 @@ impl Guest for SpanBijection {
         }
     }
 
-    fn check(trial: Trial) -> Result<Outcome, String> {
+    fn check(_trial: Trial) -> Result<Outcome, String> {
         let text = std::fs::read("/inputs/trace.jsonl")
             .map_err(|e| format!("no trace for this trial (`capture --trace`): {e}"))?;
         let trace = agent_ledger_trace::parse_trace(&text).map_err(|e| {
@@ -178,7 +179,10 @@ impl Guest for SpanBijection {
         }
         let mut findings: Vec<Finding> = Vec::new();
         let spans = trace.spans;
-        let delta = delta(&trial);
+        // The delta from the host's list, as exact bytes (the trial's
+        // `changes` are lossy strings).
+        let modes = read_modes()?;
+        let delta: BTreeSet<Vec<u8>> = modes.keys().cloned().collect();
         let judged = agent_ledger_trace::judge(&spans, &delta);
         for s in &judged.open {
             findings.push(finding(
@@ -211,7 +215,6 @@ impl Guest for SpanBijection {
                 ),
             ));
         }
-        let modes = read_modes()?;
         let mode_of = |path: &[u8], patched: bool| {
             modes
                 .get(path)
