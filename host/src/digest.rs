@@ -12,7 +12,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Hashes a file by streaming it, so large fixtures never sit in memory whole.
 /// Returns the digest and the number of bytes read.
 pub fn sha256_file(path: &Path) -> io::Result<(String, u64)> {
-    let mut file = File::open(path)?;
+    sha256_reader(File::open(path)?)
+}
+
+/// [`sha256_file`] of what `file` reads.
+pub fn sha256_reader(mut file: impl Read) -> io::Result<(String, u64)> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0u64;

@@ -4,6 +4,12 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 fn main() {
+    // A run key handed over on a descriptor is read (and the descriptor
+    // closed) before anything else runs or is started.
+    if let Err(err) = agent_ledger::trace::preload_fd_key() {
+        eprintln!("error: {}", agent_ledger::output::inert(&err.to_string()));
+        std::process::exit(ExitCode::Sysexit(err.exit_code()).code());
+    }
     let code = match Cli::try_parse() {
         Ok(cli) => match cli.execute() {
             Ok(code) => code,

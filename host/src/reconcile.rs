@@ -11,7 +11,6 @@
 //! too (`--ignored`), so a change git was told to overlook is still a ghost.
 //! Paths are compared as raw bytes.
 
-use crate::digest::sha256_file;
 use crate::exit::{Error, Result};
 use crate::trace::Span;
 use rayon::prelude::*;
@@ -144,26 +143,92 @@ pub fn abs(repo: &Path, path: &[u8]) -> PathBuf {
 
 /// What `path` in `repo` holds, as a span records it
 /// (`agent_ledger_trace::entry`): the sha256 of a file's bytes or a
-/// symlink's target, with its kind; `None` when absent or a directory.
+/// symlink's target, with its kind; `None` when absent or a directory. Read
+/// as [`entry_in`] reads it.
 pub fn hash_at(repo: &Path, path: &[u8]) -> Result<Option<String>> {
+    entry_in(&open_tree(repo)?, repo, path)
+}
+
+/// `root` opened as a capability: nothing read or written through it
+/// leaves it, whatever symlink is swapped in along a path.
+pub fn open_tree(root: &Path) -> Result<cap_std::fs::Dir> {
+    cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority())
+        .map_err(|e| Error::read(root, e))
+}
+
+/// What `path` holds in the tree `dir` (opened on `root`): through the
+/// capability, so no symlink leads out of the tree (an escaping one is an
+/// error), the last component is never followed, and a file is opened
+/// without blocking and must be a regular file (a FIFO swapped in cannot
+/// stall the caller).
+pub fn entry_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8]) -> Result<Option<String>> {
     use agent_ledger_trace::entry::{Kind, digest};
     use std::os::unix::fs::PermissionsExt;
-    let p = abs(repo, path);
-    match std::fs::symlink_metadata(&p) {
+    let rel = Path::new(OsStr::from_bytes(path));
+    let p = root.join(rel);
+    match dir.symlink_metadata(rel) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::read(&p, e)),
         Ok(m) if m.file_type().is_symlink() => {
-            let target = std::fs::read_link(&p).map_err(|e| Error::read(&p, e))?;
+            let target = dir
+                .read_link_contents(rel)
+                .map_err(|e| Error::read(&p, e))?;
             Ok(Some(digest(
                 Kind::Symlink,
                 &crate::digest::sha256_hex(target.as_os_str().as_bytes()),
             )))
         }
         Ok(m) if m.is_dir() => Ok(None),
-        Ok(m) => sha256_file(&p)
-            .map(|(h, _)| Some(digest(Kind::of_file_mode(m.permissions().mode()), &h)))
-            .map_err(|e| Error::read(&p, e)),
+        Ok(_) => {
+            let file = open_regular(dir, root, path, false)?;
+            let mode = file
+                .metadata()
+                .map_err(|e| Error::read(&p, e))?
+                .permissions()
+                .mode();
+            let (h, _) = crate::digest::sha256_reader(file).map_err(|e| Error::read(&p, e))?;
+            Ok(Some(digest(Kind::of_file_mode(mode), &h)))
+        }
     }
+}
+
+/// Opens `path` in the tree `dir` (opened on `root`) without following its
+/// last component and without blocking; anything but a regular file is an
+/// error. `write`: opened to be rewritten (created if absent, truncated
+/// only once it is known to be a regular file).
+pub fn open_regular(
+    dir: &cap_std::fs::Dir,
+    root: &Path,
+    path: &[u8],
+    write: bool,
+) -> Result<std::fs::File> {
+    use cap_std::fs::OpenOptionsExt;
+    let rel = Path::new(OsStr::from_bytes(path));
+    let p = root.join(rel);
+    let mut options = cap_std::fs::OpenOptions::new();
+    options
+        .read(!write)
+        .write(write)
+        .create(write)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
+    let file = dir
+        .open_with(rel, &options)
+        .map_err(|e| {
+            if write {
+                Error::write(&p, e)
+            } else {
+                Error::read(&p, e)
+            }
+        })?
+        .into_std();
+    let meta = file.metadata().map_err(|e| Error::read(&p, e))?;
+    if !meta.is_file() {
+        return Err(Error::data(&p, "not a regular file"));
+    }
+    if write {
+        file.set_len(0).map_err(|e| Error::write(&p, e))?;
+    }
+    Ok(file)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -364,10 +429,13 @@ pub fn reconcile(
     // status`.
     let owned_paths: Vec<&[u8]> = judged.owned.iter().map(|o| o.path).collect();
     let now: Vec<Option<String>> = match tree {
-        Judged::Worktree => owned_paths
-            .par_iter()
-            .map(|p| hash_at(repo, p))
-            .collect::<Result<_>>()?,
+        Judged::Worktree => {
+            let dir = open_tree(repo)?;
+            owned_paths
+                .par_iter()
+                .map(|p| entry_in(&dir, repo, p))
+                .collect::<Result<_>>()?
+        }
         Judged::Snapshot { git, tree } => {
             let mut at = git.entries_at(tree, &owned_paths)?;
             owned_paths

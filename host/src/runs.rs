@@ -55,8 +55,27 @@ impl Registration {
 
 /// The registry directory, `None` when neither `$XDG_STATE_HOME` nor
 /// `$HOME` is set.
+/// `AGENT_LEDGER_RUNS_DIR` (absolute) overrides it, for tests and for
+/// operators who keep state elsewhere.
 pub fn dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("AGENT_LEDGER_RUNS_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+    {
+        return Some(d);
+    }
     crate::sandbox::cache_key_path().and_then(|k| k.parent().map(|d| d.join("runs")))
+}
+
+/// The registered run whose trace is `trace` (compared as canonical
+/// paths), if any.
+pub fn of_trace(trace: &Path) -> Result<Option<Registration>> {
+    let Ok(trace) = trace.canonicalize() else {
+        return Ok(None);
+    };
+    Ok(registered()?
+        .into_iter()
+        .find(|r| r.trace.canonicalize().is_ok_and(|t| t == trace)))
 }
 
 /// Records a begun run; the registry directory is made 0700.
@@ -126,37 +145,56 @@ pub fn registered() -> Result<Vec<Registration>> {
 
 /// Refuses an adapter call that would work in `root` for the trace `trace`
 /// when a registered run forbids it; returns the trace directories of every
-/// registered run, for `trace exec` to hide.
-pub fn guard(root: &Path, trace: &Path) -> Result<Vec<PathBuf>> {
+/// registered run and the registry itself, for `trace exec` to hide. A call
+/// with an unauthenticated trace (`begun` false) is refused while any run is
+/// registered: it would act as the operator on any work tree it names.
+pub fn guard(root: &Path, trace: &Path, begun: bool) -> Result<Vec<PathBuf>> {
     let root = root.canonicalize().map_err(|e| Error::read(root, e))?;
     let trace = std::path::absolute(trace).map_err(|e| Error::read(trace, e))?;
     let trace = trace.canonicalize().unwrap_or(trace);
-    let mut hide = Vec::new();
-    for reg in registered()? {
+    let runs = registered()?;
+    if !begun && !runs.is_empty() {
+        return Err(Error::Refused(format!(
+            "{} begun run(s) are registered for this user: an adapter call must be part of one (name its trace); a trace without a begin line is not accepted meanwhile",
+            runs.len()
+        )));
+    }
+    let mut hide: Vec<PathBuf> = dir().into_iter().filter(|d| d.exists()).collect();
+    if hide
+        .iter()
+        .any(|d| d.starts_with(&root) || root.starts_with(d))
+    {
+        return Err(Error::Refused(format!(
+            "`{}` holds or lies in the run registry: no adapter call works there",
+            root.display()
+        )));
+    }
+    for reg in runs {
         let trace_dir = reg.trace_dir();
         let trace_dir = trace_dir.canonicalize().unwrap_or(trace_dir.to_path_buf());
         let own = reg.trace.canonicalize().unwrap_or(reg.trace.clone()) == trace;
         if root.starts_with(&trace_dir) || trace_dir.starts_with(&root) {
             return Err(Error::Refused(format!(
-                "`{}` holds or lies in `{}`, the directory of run `{}`'s trace and key: no adapter call works there",
-                root.display(),
-                trace_dir.display(),
-                reg.run
+                "`{}` holds or lies in the directory of a begun run's trace and key: no adapter call works there",
+                root.display()
+            )));
+        }
+        if root != reg.workspace && root.starts_with(&reg.workspace) {
+            return Err(Error::Refused(format!(
+                "`{}` lies inside the workspace of a begun run: its calls work at the workspace's top, for its own trace",
+                root.display()
             )));
         }
         if root == reg.workspace && !own {
             return Err(Error::Refused(format!(
-                "`{}` is the workspace of run `{}`: its calls go to its own trace `{}`",
-                root.display(),
-                reg.run,
-                reg.trace.display()
+                "`{}` is the workspace of a begun run: its calls go to that run's own trace",
+                root.display()
             )));
         }
         if root != reg.workspace && reg.git_dir.starts_with(&root) {
             return Err(Error::Refused(format!(
-                "`{}` holds the git directory of run `{}`'s workspace: no adapter call works there while the run's trace exists",
-                root.display(),
-                reg.run
+                "`{}` holds the git directory of a begun run's workspace: no adapter call works there while the run's trace exists",
+                root.display()
             )));
         }
         hide.push(trace_dir);

@@ -52,7 +52,66 @@ pub fn key_path(trace: &Path) -> PathBuf {
 }
 
 /// A run key.
+#[derive(Clone)]
 pub struct Key([u8; KEY_LEN]);
+
+/// The environment variable naming a file descriptor to read the run key
+/// from, instead of `TRACE.key`: for a harness that keeps the key off disk
+/// (`trace begin --key-fd N` hands it over the same way).
+pub const KEY_FD_ENV: &str = "AGENT_LEDGER_TRACE_KEY_FD";
+
+static FD_KEY: std::sync::OnceLock<Option<Key>> = std::sync::OnceLock::new();
+
+/// Reads the key from the descriptor [`KEY_FD_ENV`] names, if set, and
+/// closes the descriptor, so nothing this process starts inherits it. The
+/// process is made non-dumpable first: no other process of this user can
+/// then read its memory or descriptors through `/proc`. Call once, before
+/// anything else runs.
+pub fn preload_fd_key() -> Result<()> {
+    let Some(value) = std::env::var_os(KEY_FD_ENV) else {
+        let _ = FD_KEY.set(None);
+        return Ok(());
+    };
+    let fd: i32 = value
+        .to_str()
+        .and_then(|v| v.parse().ok())
+        .filter(|&fd| fd > 2)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{KEY_FD_ENV} must name an open file descriptor above 2, not `{}`",
+                value.to_string_lossy()
+            ))
+        })?;
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| Error::Internal(format!("cannot make the process non-dumpable: {e}")))?;
+    let proc_fd = PathBuf::from(format!("/proc/self/fd/{fd}"));
+    let mut text = Vec::new();
+    std::fs::File::open(&proc_fd)
+        .and_then(|f| f.take(KEY_LEN as u64 * 2 + 2).read_to_end(&mut text))
+        .map_err(|e| {
+            Error::Usage(format!(
+                "{KEY_FD_ENV}={fd}: cannot read the run key from that descriptor: {e}"
+            ))
+        })?;
+    let _ = nix::unistd::close(fd);
+    let text = std::str::from_utf8(&text).unwrap_or("");
+    let key = hex::decode(text.trim_end_matches('\n'))
+        .ok()
+        .and_then(|d| <[u8; KEY_LEN]>::try_from(d).ok())
+        .map(Key)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{KEY_FD_ENV}={fd}: not a run key (64 hex digits and a newline)"
+            ))
+        })?;
+    let _ = FD_KEY.set(Some(key));
+    Ok(())
+}
+
+/// The key handed over on a descriptor ([`preload_fd_key`]), if any.
+pub fn fd_key() -> Option<&'static Key> {
+    FD_KEY.get().and_then(Option::as_ref)
+}
 
 impl Key {
     /// 32 bytes from the kernel's random source.
@@ -86,6 +145,29 @@ impl Key {
         file.write_all(text.as_bytes())
             .and_then(|()| file.sync_all())
             .map_err(|e| Error::write(path, e))
+    }
+
+    /// Writes the key (64 hex digits and a newline) to the file descriptor
+    /// `fd`, which the caller handed over for it, and closes it.
+    pub fn write_to_fd(&self, fd: i32) -> Result<()> {
+        if fd <= 2 {
+            return Err(Error::Usage(format!(
+                "--key-fd {fd}: name a descriptor above 2, opened for writing"
+            )));
+        }
+        let proc_fd = PathBuf::from(format!("/proc/self/fd/{fd}"));
+        let mut text = hex::encode(self.0);
+        text.push('\n');
+        let written = OpenOptions::new()
+            .write(true)
+            .open(&proc_fd)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        let _ = nix::unistd::close(fd);
+        written.map_err(|e| {
+            Error::Usage(format!(
+                "--key-fd {fd}: cannot write the run key to that descriptor: {e}"
+            ))
+        })
     }
 
     /// Reads a key file: 64 hex digits and a newline.
@@ -199,6 +281,13 @@ fn begin_line(trace: &Path, bytes: &[u8]) -> Result<Option<Seal>> {
         .map_err(|e| Error::data(trace, format!("line 1: not a begin line: {e}")))
 }
 
+/// Whether the trace at `trace` exists and its line 1 is a begin line (its
+/// key is not read).
+pub fn begins_run(trace: &Path) -> Result<bool> {
+    let bytes = crate::input::read_optional(trace, crate::input::TRACE_CAP)?.unwrap_or_default();
+    Ok(begin_line(trace, &bytes)?.is_some())
+}
+
 /// The run a trace was begun for, with its key (checked against the begin
 /// line), or `None` for a trace without a begin line.
 pub struct Run {
@@ -218,15 +307,16 @@ fn run_in(trace: &Path, bytes: &[u8]) -> Result<Option<Run>> {
         return Ok(None);
     };
     let key_file = key_path(trace);
-    let key = Key::read(&key_file)?;
+    let key = match fd_key() {
+        Some(k) => k.clone(),
+        None => Key::read(&key_file)?,
+    };
     if Some(key.sha256()) != begin.key_sha256 {
+        // Neither digest is printed: the message must not tell a caller
+        // which key a file it pointed here holds.
         return Err(Error::data(
             &key_file,
-            format!(
-                "this key's sha256 is {}, the trace's begin line names {}: not this run's key",
-                key.sha256(),
-                begin.key_sha256.as_deref().unwrap_or("none")
-            ),
+            "not this run's key: its sha256 is not the one the trace's begin line names",
         ));
     }
     Ok(Some(Run { begin, key }))
@@ -414,6 +504,7 @@ pub fn verify(
     let default = key_path(trace);
     let key_file = match key {
         Some(k) => Some(k.to_path_buf()),
+        None if fd_key().is_some() => Some(PathBuf::from(format!("<{KEY_FD_ENV}>"))),
         None => default.exists().then_some(default),
     };
     let Some(chain) = parsed.chain else {
@@ -455,13 +546,16 @@ pub fn verify(
         return Err(Error::data(
             trace,
             format!(
-                "the trace was begun with a key (sha256 {}) but its key `{}` is not there: pass `--trace-key FILE`",
+                "the trace was begun with a key (sha256 {}) but its key `{}` is not there: pass `--trace-key FILE`, or the descriptor holding it in {KEY_FD_ENV}",
                 begin.key_sha256.as_deref().unwrap_or(""),
                 key_path(trace).display()
             ),
         ));
     };
-    let key = Key::read(&key_file)?;
+    let key = match (key, fd_key()) {
+        (None, Some(k)) => k.clone(),
+        _ => Key::read(&key_file)?,
+    };
     if Some(key.sha256()) != begin.key_sha256 {
         return Ok(Err(Forged {
             line: 1,

@@ -40,8 +40,22 @@ impl Output {
 
 pub fn command(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-ledger"));
-    cmd.current_dir(dir);
+    cmd.current_dir(dir)
+        .env("AGENT_LEDGER_RUNS_DIR", runs_dir());
     cmd
+}
+
+/// The run registry of the running test: its own, so that a run one test
+/// begins does not refuse another test's unauthenticated adapter calls.
+/// Tests run on threads named after them.
+pub fn runs_dir() -> PathBuf {
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("main")
+        .replace("::", "-");
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("runs")
+        .join(format!("{name}-{}", std::process::id()))
 }
 
 pub fn run(dir: &Path, args: &[&str]) -> Output {

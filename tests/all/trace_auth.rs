@@ -780,6 +780,9 @@ fn a_second_agent_cannot_write_in_a_run_and_two_agents_in_a_trace_are_refused() 
     );
     assert!(!r.workspace.join("theirs.txt").exists());
     r.reconcile(&[]).assert_code(0);
+    // Its trace gone, the run is no longer registered, and unauthenticated
+    // calls are taken again.
+    drop(r);
 
     // An unauthenticated trace two agents wrote: refused, with the paths.
     let repo = DemoRepo::new();
@@ -1521,91 +1524,82 @@ fn the_adapter_cannot_reach_a_begun_runs_trace_or_key_through_its_flags() {
     r.al(&["trace", "write", "copy.md", "--from", "notes.md"], None)
         .assert_code(0);
 
-    // A throw-away trace with no begin line, aimed at the workspace, the
-    // repository the run began from, or another repository.
+    // A throw-away trace with no begin line: while a begun run is
+    // registered, no such call is taken, wherever it aims (the workspace,
+    // the repository the run began from, any other work tree).
     let scratch = tempdir();
     let other_trace = scratch.path().join("u.jsonl");
     let other_trace = other_trace.to_str().unwrap();
-    let ws = r.workspace.to_str().unwrap();
-    let cat = ["--", "cat", key_file.to_str().unwrap()];
-    let exec_in = |repo: &str| {
-        let mut args = vec!["trace", "exec", "--trace", other_trace, "--repo", repo];
-        args.extend_from_slice(&cat);
-        r.al(&args, None)
-    };
-    let out = exec_in(ws);
-    out.assert_code(65);
-    assert!(
-        out.stderr.contains("is the workspace of run"),
-        "{}",
-        out.stderr
-    );
-    let out = exec_in(r.repo.path().to_str().unwrap());
-    out.assert_code(65);
-    assert!(
-        out.stderr.contains("holds the git directory of run"),
-        "{}",
-        out.stderr
-    );
     let elsewhere = DemoRepo::new();
-    let out = exec_in(elsewhere.path().to_str().unwrap());
-    out.assert_code(6);
-    assert!(!out.stdout.contains(key.trim()), "the key was read");
-    // Writing into the trace's directory: not a work tree, and refused if
-    // it were one.
-    let state = r.trace.parent().unwrap();
+    for repo in [
+        r.workspace.to_str().unwrap(),
+        r.repo.path().to_str().unwrap(),
+        elsewhere.path().to_str().unwrap(),
+    ] {
+        let out = r.al(
+            &[
+                "trace",
+                "exec",
+                "--trace",
+                other_trace,
+                "--repo",
+                repo,
+                "--",
+                "cat",
+                key_file.to_str().unwrap(),
+            ],
+            None,
+        );
+        out.assert_code(65);
+        assert!(
+            out.stderr.contains("begun run(s) are registered"),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stdout.contains(key.trim()), "the key was read");
+        let out = r.al(
+            &[
+                "trace",
+                "write",
+                "--trace",
+                other_trace,
+                "--repo",
+                repo,
+                "hook.sh",
+            ],
+            Some(b"payload\n"),
+        );
+        out.assert_code(65);
+    }
+    assert!(!elsewhere.path().join("hook.sh").exists());
+    assert!(!Path::new(other_trace).exists(), "nothing was appended");
+
+    // A trace of the agent's own making that begins a run, beside a symlink
+    // to the run's key: not a registered run, refused before the key is read.
+    let fake = scratch.path().join("fake.jsonl");
+    let begin_line = r.lines()[0].clone();
+    std::fs::write(&fake, format!("{begin_line}\n")).unwrap();
+    std::os::unix::fs::symlink(&key_file, scratch.path().join("fake.jsonl.key")).unwrap();
     let out = r.al(
-        &[
-            "trace",
-            "write",
-            "--trace",
-            other_trace,
-            "--repo",
-            state.to_str().unwrap(),
-            "trace.jsonl",
-        ],
-        Some(b"forged\n"),
-    );
-    assert_ne!(out.code, 0);
-    git(state, &["init", "-q"]);
-    let out = r.al(
-        &[
-            "trace",
-            "write",
-            "--trace",
-            other_trace,
-            "--repo",
-            state.to_str().unwrap(),
-            "trace.jsonl",
-        ],
-        Some(b"forged\n"),
-    );
-    out.assert_code(65);
-    assert!(out.stderr.contains("run `"), "{}", out.stderr);
-    assert!(
-        std::fs::read_to_string(&r.trace)
-            .unwrap()
-            .contains("\"event\":\"begin\"")
-    );
-    // A subdirectory is not the top of a work tree.
-    let out = r.al(
-        &[
-            "trace",
-            "write",
-            "--trace",
-            other_trace,
-            "--repo",
-            elsewhere.path().join("src").to_str().unwrap(),
-            "x.py",
-        ],
+        &["trace", "write", "--trace", fake.to_str().unwrap(), "x.py"],
         Some(b"x\n"),
     );
-    out.assert_code(64);
+    out.assert_code(65);
+    assert!(out.stderr.contains("not registered"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&fake).unwrap().lines().count(), 1);
+
+    // A FIFO where a write is aimed: refused, never waited on.
+    let fifo = r.workspace.join("pipe");
     assert!(
-        out.stderr.contains("not the top of a git work tree"),
-        "{}",
-        out.stderr
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
     );
+    let out = r.write("pipe", b"x\n");
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
 }
 
 #[test]
@@ -1716,5 +1710,96 @@ fn span_bijection_does_not_take_a_submodule_for_a_deleted_file() {
             .unwrap()
             .contains("the patched tree holds mode 160000"),
         "{p}"
+    );
+}
+
+#[test]
+fn a_key_handed_over_on_a_descriptor_never_touches_the_disk() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let trace = scratch.path().join("state/trace.jsonl");
+    let ws = scratch.path().join("ws");
+    // Stands in for the harness's memory: the harness, not agent-ledger,
+    // decides where the key lives.
+    let held = scratch.path().join("harness.key");
+    let shell = |dir: &Path, script: &str, stdin: Option<&[u8]>| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.current_dir(dir)
+            .env("AGENT_LEDGER_RUNS_DIR", runs_dir())
+            .env("AL", env!("CARGO_BIN_EXE_agent-ledger"))
+            .env("T", &trace)
+            .env("W", &ws)
+            .env("K", &held);
+        run_command(cmd, &["-c", script], stdin)
+    };
+    let out = shell(
+        repo.path(),
+        r#""$AL" trace begin --agent a1 --trace "$T" --workspace "$W" --key-fd 3 --format json 3>"$K""#,
+        None,
+    );
+    out.assert_code(0);
+    assert_eq!(out.json()["key_file"], serde_json::Value::Null);
+    assert_eq!(out.json()["key_fd"], 3);
+    assert!(!PathBuf::from(format!("{}.key", trace.display())).exists());
+    let key = std::fs::read_to_string(&held).unwrap();
+    assert_eq!(key.len(), 65);
+    let with_key = |script: &str| format!("AGENT_LEDGER_TRACE_KEY_FD=3 {script} 3<\"$K\"");
+
+    shell(
+        &ws,
+        &with_key(r#""$AL" trace write notes.md --trace "$T""#),
+        Some(b"n\n"),
+    )
+    .assert_code(0);
+    // The traced command inherits no descriptor holding the key.
+    shell(
+        &ws,
+        &with_key(
+            r#""$AL" trace exec --trace "$T" --writes out.txt -- sh -c 'for f in /proc/self/fd/* /proc/$PPID/fd/*; do timeout 1 head -c 200 "$f"; done > out.txt 2>&1; true'"#,
+        ),
+        None,
+    )
+    .assert_code(0);
+    let seen = std::fs::read_to_string(ws.join("out.txt")).unwrap();
+    assert!(
+        !seen.contains(key.trim()),
+        "the key reached the traced command"
+    );
+    shell(&ws, &with_key(r#""$AL" reconcile --trace "$T""#), None).assert_code(0);
+    let out = shell(&ws, r#""$AL" reconcile --trace "$T""#, None);
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("AGENT_LEDGER_TRACE_KEY_FD"),
+        "{}",
+        out.stderr
+    );
+    let end = shell(&ws, &with_key(r#""$AL" trace end --trace "$T""#), None);
+    end.assert_code(0);
+    let diff = scratch.path().join("run.diff");
+    std::fs::write(&diff, &end.stdout).unwrap();
+    let cap = shell(
+        repo.path(),
+        &with_key(&format!(
+            r#""$AL" capture --run fd --body {} --trace "$T" --format json"#,
+            diff.display()
+        )),
+        None,
+    );
+    cap.assert_code(0);
+    assert_eq!(
+        cap.json()["trace_auth"]["key_sha256"],
+        sha256(&hex::decode(key.trim()).unwrap())
+    );
+    // A descriptor that is not one is a usage error naming the variable.
+    let out = shell(
+        &ws,
+        r#"AGENT_LEDGER_TRACE_KEY_FD=2 "$AL" reconcile --trace "$T""#,
+        None,
+    );
+    out.assert_code(64);
+    assert!(
+        out.stderr.contains("AGENT_LEDGER_TRACE_KEY_FD"),
+        "{}",
+        out.stderr
     );
 }

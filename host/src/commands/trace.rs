@@ -6,7 +6,9 @@
 use crate::config::IgnoredPolicy;
 use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, OutputFormat, inert};
-use crate::reconcile::{abs, changed_paths, display_path, hash_at};
+use crate::reconcile::{
+    abs, changed_paths, display_path, entry_in, hash_at, open_regular, open_tree,
+};
 use crate::trace::{self, Event, Line, Op, Status};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -32,6 +34,31 @@ pub struct Where {
     pub agent: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Set by [`Where::resolved`]: the trace begins a registered run.
+    #[arg(skip)]
+    pub begun: bool,
+}
+
+impl Where {
+    /// The call with its trace checked: a trace that begins a run must be a
+    /// registered run's, and its registered path replaces the one given (a
+    /// symlink or a copy elsewhere cannot bring a key of its own).
+    fn resolved(mut self) -> Result<Where> {
+        if !trace::begins_run(&self.trace)? {
+            return Ok(self);
+        }
+        match crate::runs::of_trace(&self.trace)? {
+            Some(reg) => {
+                self.trace = reg.trace;
+                self.begun = true;
+                Ok(self)
+            }
+            None => Err(Error::Refused(format!(
+                "the trace `{}` begins a run that is not registered for this user (`trace begin` registers every run)",
+                self.trace.display()
+            ))),
+        }
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -61,6 +88,12 @@ pub enum TraceCommand {
         /// key is written beside it.
         #[arg(long, value_name = "FILE", env = "AGENT_LEDGER_TRACE")]
         trace: PathBuf,
+        /// Hand the key over on this file descriptor (opened for writing by
+        /// the caller) instead of writing `TRACE.key`: the key never touches
+        /// the disk. Later calls read it from the descriptor
+        /// `AGENT_LEDGER_TRACE_KEY_FD` names.
+        #[arg(long, value_name = "FD")]
+        key_fd: Option<i32>,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -153,7 +186,7 @@ fn root_of(at: &Where) -> Result<PathBuf> {
 
 fn workspace_of(at: &Where) -> Result<Call> {
     let (root, base) = unguarded_workspace_of(at)?;
-    let hide = crate::runs::guard(&root, &at.trace)?;
+    let hide = crate::runs::guard(&root, &at.trace, at.begun)?;
     Ok(Call { root, base, hide })
 }
 
@@ -287,8 +320,20 @@ impl TraceArgs {
                 rev,
                 run,
                 trace,
+                key_fd,
                 output,
-            } => begin(&repo, &agent, workspace, &rev, run, &trace, output.format),
+            } => begin(
+                &repo,
+                &agent,
+                Placement {
+                    workspace,
+                    trace: &trace,
+                    key_fd,
+                },
+                &rev,
+                run,
+                output.format,
+            ),
             TraceCommand::End {
                 trace,
                 require_mutation,
@@ -302,58 +347,68 @@ impl TraceArgs {
             ),
             TraceCommand::Export { trace, otlp } => crate::otlp::export(&trace, &otlp),
             TraceCommand::Write { path, from, at } => {
+                let at = at.resolved()?;
                 let root = root_of(&at)?;
                 let rel = checked_path(&root, &path)?;
-                // `--from` reads as the operator, outside any sandbox: only
-                // stdin or a file inside the call's own tree.
-                let from = if from.as_os_str() == "-" {
-                    from
+                // Every read and write goes through the tree opened once as
+                // a capability: a symlink swapped in after `checked_path`
+                // (by a parallel call) cannot lead out of it, and a FIFO
+                // cannot stall the adapter.
+                let tree = open_tree(&root)?;
+                let bytes = if from.as_os_str() == "-" {
+                    crate::input::read_file_or_stdin(&from, crate::input::BODY_CAP)?
                 } else {
-                    let inside = from
-                        .canonicalize()
+                    // `--from` reads as the operator, outside any sandbox:
+                    // only a file inside the call's own tree.
+                    let inside = std::path::absolute(&from)
                         .ok()
                         .zip(root.canonicalize().ok())
-                        .and_then(|(f, r)| f.strip_prefix(&r).ok().map(Path::to_path_buf));
-                    match inside {
-                        Some(rel_from) if !rel_from.as_os_str().is_empty() => {
-                            checked_path(&root, &rel_from)?;
-                            root.join(rel_from)
-                        }
-                        _ => {
-                            return Err(Error::Usage(format!(
-                                "`--from {}` is not a file inside `{}`: pass the bytes on stdin (`--from -`), or a file in the tree",
-                                from.display(),
-                                root.display()
-                            )));
-                        }
+                        .and_then(|(f, r)| f.strip_prefix(&r).ok().map(Path::to_path_buf))
+                        .filter(|r| !r.as_os_str().is_empty());
+                    let Some(rel_from) = inside else {
+                        return Err(Error::Usage(format!(
+                            "`--from {}` is not a file inside `{}`: pass the bytes on stdin (`--from -`), or a file in the tree",
+                            from.display(),
+                            root.display()
+                        )));
+                    };
+                    let rel_from = checked_path(&root, &rel_from)?;
+                    let file = open_regular(&tree, &root, &rel_from, false)?;
+                    let mut bytes = Vec::new();
+                    use std::io::Read;
+                    file.take(crate::input::BODY_CAP + 1)
+                        .read_to_end(&mut bytes)
+                        .map_err(|e| Error::read(&from, e))?;
+                    if bytes.len() as u64 > crate::input::BODY_CAP {
+                        return Err(Error::data(&from, "larger than the body cap"));
                     }
+                    bytes
                 };
-                let bytes = crate::input::read_file_or_stdin(&from, crate::input::BODY_CAP)?;
                 let target = abs(&root, &rel);
-                let span = open(&at, Op::Write, &rel, hash_at(&root, &rel)?)?;
-                let written = target
-                    .parent()
-                    .map_or(Ok(()), std::fs::create_dir_all)
-                    .and_then(|()| std::fs::write(&target, &bytes));
+                let span = open(&at, Op::Write, &rel, entry_in(&tree, &root, &rel)?)?;
+                let written = write_in(&tree, &root, &rel, &bytes);
                 match written {
                     Ok(()) => {
                         // What is there now, with its mode (a write keeps
                         // an existing file's mode).
-                        let line = close(&at, &span, hash_at(&root, &rel)?, None)?;
+                        let line = close(&at, &span, entry_in(&tree, &root, &rel)?, None)?;
                         report(&at, &[line])?;
                         Ok(ExitCode::Ok)
                     }
                     Err(e) => {
-                        close(&at, &span, hash_at(&root, &rel)?, Some(e.to_string()))?;
+                        let now = entry_in(&tree, &root, &rel).ok().flatten();
+                        close(&at, &span, now, Some(e.to_string()))?;
                         Err(Error::write(&target, e))
                     }
                 }
             }
             TraceCommand::Delete { path, at } => {
+                let at = at.resolved()?;
                 let root = root_of(&at)?;
                 let rel = checked_path(&root, &path)?;
+                let tree = open_tree(&root)?;
                 let target = abs(&root, &rel);
-                let before = hash_at(&root, &rel)?;
+                let before = entry_in(&tree, &root, &rel)?;
                 if before.is_none() {
                     return Err(Error::Missing(format!(
                         "`{}` does not exist: nothing to delete",
@@ -361,14 +416,17 @@ impl TraceArgs {
                     )));
                 }
                 let span = open(&at, Op::Delete, &rel, before)?;
-                match std::fs::remove_file(&target) {
+                // `remove_file` unlinks the last component, never what a
+                // symlink there points at.
+                match tree.remove_file(std::ffi::OsStr::from_bytes(&rel)) {
                     Ok(()) => {
                         let line = close(&at, &span, None, None)?;
                         report(&at, &[line])?;
                         Ok(ExitCode::Ok)
                     }
                     Err(e) => {
-                        close(&at, &span, hash_at(&root, &rel)?, Some(e.to_string()))?;
+                        let now = entry_in(&tree, &root, &rel).ok().flatten();
+                        close(&at, &span, now, Some(e.to_string()))?;
                         Err(Error::write(&target, e))
                     }
                 }
@@ -380,7 +438,7 @@ impl TraceArgs {
                 at,
                 command,
             } => exec(
-                &at,
+                &at.resolved()?,
                 &writes,
                 &command,
                 Sandboxing {
@@ -390,6 +448,21 @@ impl TraceArgs {
             ),
         }
     }
+}
+
+/// Writes `bytes` to `path` in the tree `dir` (opened on `root`): its
+/// directories made through the capability, the file opened without
+/// following its last component and rewritten only if it is a regular file.
+fn write_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8], bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let rel = Path::new(std::ffi::OsStr::from_bytes(path));
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        dir.create_dir_all(parent)?;
+    }
+    let mut file =
+        open_regular(dir, root, path, true).map_err(|e| std::io::Error::other(e.to_string()))?;
+    file.write_all(bytes)?;
+    file.sync_data()
 }
 
 /// Content of every changed path (and the declared ones): what `exec`
@@ -494,6 +567,11 @@ fn run_sandboxed(
             wrapped.extend(argv[1..].iter().cloned());
             jail.exec(&wrapped, &env, cwd.as_deref().unwrap_or(&root))
         }
+        Err(why) if how.allow_unsandboxed && !unsandboxed_allowed() => {
+            Err(Error::Refused(format!(
+                "the traced command's sandbox cannot be made here ({why}); `--allow-unsandboxed` is honoured only when the operator also sets AGENT_LEDGER_ALLOW_UNSANDBOXED=1 (a flag is the agent's to pass)"
+            )))
+        }
         Err(why) if how.allow_unsandboxed => {
             eprintln!(
                 "warning: the traced command runs without a sandbox (--allow-unsandboxed): {why}"
@@ -509,6 +587,12 @@ fn run_sandboxed(
             "the traced command's sandbox cannot be made here ({why}), so it would see the trace and its key; pass --allow-unsandboxed to run it anyway"
         ))),
     }
+}
+
+/// Whether the operator allowed traced commands without a sandbox
+/// (`AGENT_LEDGER_ALLOW_UNSANDBOXED=1`).
+fn unsandboxed_allowed() -> bool {
+    std::env::var_os("AGENT_LEDGER_ALLOW_UNSANDBOXED").is_some_and(|v| v == "1")
 }
 
 /// `program` as a path: itself when it names one, else the first
@@ -683,15 +767,27 @@ fn default_workspace(ledger: &Path, run: &str) -> PathBuf {
     ledger.with_file_name(name).join(run)
 }
 
+/// Where `trace begin` puts the run: its workspace, its trace, and the key
+/// (beside the trace, or handed over on a descriptor).
+struct Placement<'a> {
+    workspace: Option<PathBuf>,
+    trace: &'a Path,
+    key_fd: Option<i32>,
+}
+
 fn begin(
     repo: &Path,
     agent: &str,
-    workspace: Option<PathBuf>,
+    place: Placement<'_>,
     rev: &str,
     run: Option<String>,
-    trace_file: &Path,
     format: OutputFormat,
 ) -> Result<ExitCode> {
+    let Placement {
+        workspace,
+        trace: trace_file,
+        key_fd,
+    } = place;
     if agent.is_empty() || agent.len() > 128 || agent.chars().any(char::is_control) {
         return Err(Error::Usage(format!(
             "invalid agent id `{}`: use 1 to 128 characters, no control characters",
@@ -773,7 +869,10 @@ fn begin(
         .map_err(|e| Error::read(&workspace, e))?;
     std::fs::create_dir_all(&trace_dir).map_err(|e| Error::write(&trace_dir, e))?;
     let key = trace::Key::generate()?;
-    key.create(&key_file)?;
+    match key_fd {
+        Some(fd) => key.write_to_fd(fd)?,
+        None => key.create(&key_file)?,
+    }
     let seal = trace::Seal {
         schema: trace::SCHEMA,
         event: trace::SealEvent::Begin,
@@ -817,7 +916,8 @@ fn begin(
         "workspace": workspace,
         "base": base,
         "trace": trace_abs,
-        "key_file": key_file,
+        "key_file": key_fd.is_none().then_some(&key_file),
+        "key_fd": key_fd,
         "key_sha256": key.sha256(),
     });
     output::emit(format, &value, || {
@@ -828,7 +928,10 @@ fn begin(
             inert(&workspace.display().to_string()),
             base,
             inert(&trace_abs.display().to_string()),
-            inert(&key_file.display().to_string()),
+            match key_fd {
+                Some(fd) => format!("handed over on descriptor {fd}"),
+                None => inert(&key_file.display().to_string()).into_owned(),
+            },
             key.sha256(),
             inert(&shell_quote(&trace_abs.to_string_lossy()))
         )
