@@ -114,6 +114,28 @@ fn assert_forged(out: &Output, line: usize) {
     );
 }
 
+/// Captures the patch in `diff` with the run's trace as `run_id` and checks
+/// it with `span_bijection` alone: the exit code must be `code`; returns the
+/// property's result.
+fn span_bijection_of(r: &Run, run_id: &str, diff: &Path, code: i32) -> serde_json::Value {
+    let config = r.trace.with_file_name("ledger.toml");
+    std::fs::write(
+        &config,
+        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"span_bijection\"\nplugin = \"builtin:span_bijection\"\n",
+    )
+    .unwrap();
+    let (body, trace) = (diff.to_str().unwrap(), r.trace.to_str().unwrap());
+    run(
+        r.repo.path(),
+        &["capture", "--run", run_id, "--body", body, "--trace", trace],
+    )
+    .assert_code(0);
+    r.repo
+        .check(run_id, &["--config", config.to_str().unwrap()])
+        .assert_code(code);
+    outcome(&r.repo.properties(run_id), "span_bijection").clone()
+}
+
 // ---- 1. the authenticated trace --------------------------------------------
 
 #[test]
@@ -1449,31 +1471,7 @@ fn span_bijection_finds_breaks_and_mode_changes_in_the_patch() {
             diff.to_str().unwrap(),
         ],
     );
-    let patch = std::fs::read_to_string(&diff).unwrap();
-    let config = r.trace.with_file_name("ledger.toml");
-    std::fs::write(
-        &config,
-        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"span_bijection\"\nplugin = \"builtin:span_bijection\"\n",
-    )
-    .unwrap();
-    run_command(
-        command(r.repo.path()),
-        &[
-            "capture",
-            "--run",
-            "laundered",
-            "--body",
-            "-",
-            "--trace",
-            r.trace.to_str().unwrap(),
-        ],
-        Some(patch.as_bytes()),
-    )
-    .assert_code(0);
-    r.repo
-        .check("laundered", &["--config", config.to_str().unwrap()])
-        .assert_code(4);
-    let p = outcome(&r.repo.properties("laundered"), "span_bijection").clone();
+    let p = span_bijection_of(&r, "laundered", &diff, 4);
     assert_eq!(p["outcome"], "miss", "{p}");
     let messages: Vec<&str> = p["findings"]
         .as_array()
@@ -1679,30 +1677,7 @@ fn span_bijection_does_not_take_a_submodule_for_a_deleted_file() {
             diff.to_str().unwrap(),
         ],
     );
-    let config = r.trace.with_file_name("ledger.toml");
-    std::fs::write(
-        &config,
-        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"span_bijection\"\nplugin = \"builtin:span_bijection\"\n",
-    )
-    .unwrap();
-    run_command(
-        command(r.repo.path()),
-        &[
-            "capture",
-            "--run",
-            "gitlink",
-            "--body",
-            diff.to_str().unwrap(),
-            "--trace",
-            r.trace.to_str().unwrap(),
-        ],
-        None,
-    )
-    .assert_code(0);
-    r.repo
-        .check("gitlink", &["--config", config.to_str().unwrap()])
-        .assert_code(4);
-    let p = outcome(&r.repo.properties("gitlink"), "span_bijection").clone();
+    let p = span_bijection_of(&r, "gitlink", &diff, 4);
     assert_eq!(p["outcome"], "miss", "{p}");
     assert!(
         p["findings"][0]["message"]
