@@ -1529,12 +1529,16 @@ fn the_adapter_cannot_reach_a_begun_runs_trace_or_key_through_its_flags() {
     let other_trace = scratch.path().join("u.jsonl");
     let other_trace = other_trace.to_str().unwrap();
     let elsewhere = DemoRepo::new();
+    // Without the harness's AGENT_LEDGER_TRACE (which binds a call to its
+    // run: see below), as an agent calling the adapter with flags alone.
+    let bare =
+        |args: &[&str], stdin: Option<&[u8]>| run_command(command(&r.workspace), args, stdin);
     for repo in [
         r.workspace.to_str().unwrap(),
         r.repo.path().to_str().unwrap(),
         elsewhere.path().to_str().unwrap(),
     ] {
-        let out = r.al(
+        let out = bare(
             &[
                 "trace",
                 "exec",
@@ -1555,7 +1559,7 @@ fn the_adapter_cannot_reach_a_begun_runs_trace_or_key_through_its_flags() {
             out.stderr
         );
         assert!(!out.stdout.contains(key.trim()), "the key was read");
-        let out = r.al(
+        let out = bare(
             &[
                 "trace",
                 "write",
@@ -1578,13 +1582,41 @@ fn the_adapter_cannot_reach_a_begun_runs_trace_or_key_through_its_flags() {
     let begin_line = r.lines()[0].clone();
     std::fs::write(&fake, format!("{begin_line}\n")).unwrap();
     std::os::unix::fs::symlink(&key_file, scratch.path().join("fake.jsonl.key")).unwrap();
-    let out = r.al(
+    let out = bare(
         &["trace", "write", "--trace", fake.to_str().unwrap(), "x.py"],
         Some(b"x\n"),
     );
     out.assert_code(65);
     assert!(out.stderr.contains("not registered"), "{}", out.stderr);
     assert_eq!(std::fs::read_to_string(&fake).unwrap().lines().count(), 1);
+
+    // With the harness's AGENT_LEDGER_TRACE and AGENT_LEDGER_AGENT set, a
+    // flag cannot move the call to another trace or speak for another agent.
+    let out = r.al(
+        &["trace", "write", "--trace", other_trace, "x.py"],
+        Some(b"x\n"),
+    );
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("another trace than AGENT_LEDGER_TRACE"),
+        "{}",
+        out.stderr
+    );
+    let mut cmd = command(&r.workspace);
+    cmd.env("AGENT_LEDGER_TRACE", &r.trace)
+        .env("AGENT_LEDGER_AGENT", "a1");
+    let out = run_command(
+        cmd,
+        &["trace", "write", "--agent", "b", "x.py"],
+        Some(b"x\n"),
+    );
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("another agent than AGENT_LEDGER_AGENT"),
+        "{}",
+        out.stderr
+    );
+    assert!(!r.workspace.join("x.py").exists());
 
     // A FIFO where a write is aimed: refused, never waited on.
     let fifo = r.workspace.join("pipe");
@@ -1709,7 +1741,7 @@ fn a_key_handed_over_on_a_descriptor_never_touches_the_disk() {
     };
     let out = shell(
         repo.path(),
-        r#""$AL" trace begin --agent a1 --trace "$T" --workspace "$W" --key-fd 3 --format json 3>"$K""#,
+        r#"umask 077; "$AL" trace begin --agent a1 --trace "$T" --workspace "$W" --key-fd 3 --format json 3>"$K""#,
         None,
     );
     out.assert_code(0);

@@ -44,6 +44,28 @@ impl Where {
     /// registered run's, and its registered path replaces the one given (a
     /// symlink or a copy elsewhere cannot bring a key of its own).
     fn resolved(mut self) -> Result<Where> {
+        // What the harness put in the environment binds the call: a flag
+        // (the agent's to pass) cannot aim it at another run's trace or
+        // speak for another agent.
+        let same_file = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+        };
+        if let Some(env) = std::env::var_os("AGENT_LEDGER_TRACE").map(PathBuf::from)
+            && !same_file(&env, &self.trace)
+        {
+            return Err(Error::Refused(
+                "`--trace` names another trace than AGENT_LEDGER_TRACE, which the harness set: a call cannot be moved to another run".into(),
+            ));
+        }
+        if let Some(env) = std::env::var("AGENT_LEDGER_AGENT").ok()
+            && self.agent.as_deref() != Some(env.as_str())
+        {
+            return Err(Error::Refused(
+                "`--agent` names another agent than AGENT_LEDGER_AGENT, which the harness set"
+                    .into(),
+            ));
+        }
         if !trace::begins_run(&self.trace)? {
             return Ok(self);
         }
@@ -868,6 +890,10 @@ fn begin(
         .canonicalize()
         .map_err(|e| Error::read(&workspace, e))?;
     std::fs::create_dir_all(&trace_dir).map_err(|e| Error::write(&trace_dir, e))?;
+    // No other process of this user may read the key from this one's
+    // memory or descriptors (`/proc`) while it holds it.
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| Error::Internal(format!("cannot make the process non-dumpable: {e}")))?;
     let key = trace::Key::generate()?;
     match key_fd {
         Some(fd) => key.write_to_fd(fd)?,
