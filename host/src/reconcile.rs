@@ -383,15 +383,17 @@ fn changed_in_tree(git: &crate::git::Repo, base: &str, tree: &str) -> Result<BTr
 /// are paths never counted as changed (the trace file itself, the ledger);
 /// `ignored`: git-ignored files are part of the delta (`[trace] ignored =
 /// "deny"`); `base`: the revision a begun run started at (see
-/// [`changed_paths`]), else HEAD. Each path's first span must find what
-/// the base holds there, and each later span what the one before it left
-/// (`agent_ledger_trace::judge`): a break otherwise.
+/// [`changed_paths`]), else HEAD; `begun`: the trace is a begun run's (then
+/// entries named `.git` below the top are changes too). Each path's first
+/// span must find what the base holds there, and each later span what the
+/// one before it left (`agent_ledger_trace::judge`): a break otherwise.
 pub fn reconcile(
     repo: &Path,
     spans: &[Span],
     exclude: &[Vec<u8>],
     ignored: bool,
     base: Option<&str>,
+    begun: bool,
     tree: Judged<'_>,
 ) -> Result<Report> {
     let excluded = |p: &[u8]| {
@@ -417,10 +419,11 @@ pub fn reconcile(
         )?,
     };
     let mut delta: BTreeSet<Vec<u8>> = changed.into_iter().filter(|p| !excluded(p)).collect();
-    if base.is_some() {
+    if begun {
         // Git never lists a path named `.git`, so what an agent puts there
-        // is invisible to every git command: in a begun run's workspace,
-        // each one is a change no span can own.
+        // is invisible to every git command: in a begun run's workspace (a
+        // fresh worktree, no submodule checked out), each one is a change
+        // no span can own.
         delta.extend(dot_git_entries(repo)?);
     }
     let judged = agent_ledger_trace::judge(spans, &delta);

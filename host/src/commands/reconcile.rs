@@ -130,6 +130,7 @@ pub fn judge_trace(
         &exclude,
         ignored == IgnoredPolicy::Deny,
         verified.auth.as_ref().map(|a| a.base.as_str()).or(key.base),
+        verified.auth.is_some(),
         tree,
     )?;
     let (code, result) = if !report.open.is_empty() {
