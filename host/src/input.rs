@@ -28,6 +28,11 @@ pub const KEY_CAP: u64 = 64 << 10;
 /// Reads a regular file of at most `cap` bytes.
 pub fn read_file(path: &Path, cap: u64) -> Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
+    read_opened(file, path, cap)
+}
+
+/// [`read_file`] of a file already open (`path` names it in errors).
+pub fn read_opened(file: std::fs::File, path: &Path, cap: u64) -> Result<Vec<u8>> {
     let meta = file.metadata().map_err(|e| Error::read(path, e))?;
     if !meta.is_file() {
         return Err(Error::data(

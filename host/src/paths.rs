@@ -29,6 +29,15 @@ pub fn relative_to(root: &Path, path: &Path) -> Option<PathBuf> {
     full.strip_prefix(&root).ok().map(Path::to_path_buf)
 }
 
+/// Whether `a` and `b` name the same file: compared resolved when both
+/// exist, else as absolute paths.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+    }
+}
+
 /// True when `path` lies inside `root` (or is `root`).
 pub fn is_inside(root: &Path, path: &Path) -> bool {
     relative_to(root, path).is_some()

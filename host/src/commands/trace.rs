@@ -47,12 +47,8 @@ impl Where {
         // What the harness put in the environment binds the call: a flag
         // (the agent's to pass) cannot aim it at another run's trace or
         // speak for another agent.
-        let same_file = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
-        };
         if let Some(env) = std::env::var_os("AGENT_LEDGER_TRACE").map(PathBuf::from)
-            && !same_file(&env, &self.trace)
+            && !crate::paths::same_file(&env, &self.trace)
         {
             return Err(Error::Refused(
                 "`--trace` names another trace than AGENT_LEDGER_TRACE, which the harness set: a call cannot be moved to another run".into(),
@@ -218,11 +214,7 @@ fn unguarded_workspace_of(at: &Where) -> Result<(PathBuf, Option<String>)> {
         // flags are the agent's, and the adapter writes as the operator).
         let dir = at.repo.clone().unwrap_or_else(|| PathBuf::from("."));
         let repo = crate::git::Repo::open(&dir)?;
-        let same = match (dir.canonicalize(), repo.root.canonicalize()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        };
-        if !same {
+        if !crate::paths::same_file(&dir, &repo.root) {
             return Err(Error::Usage(format!(
                 "`{}` is not the top of a git work tree (`{}` is): an adapter call works at the top of one",
                 dir.display(),
@@ -382,10 +374,7 @@ impl TraceArgs {
                 } else {
                     // `--from` reads as the operator, outside any sandbox:
                     // only a file inside the call's own tree.
-                    let inside = std::path::absolute(&from)
-                        .ok()
-                        .zip(root.canonicalize().ok())
-                        .and_then(|(f, r)| f.strip_prefix(&r).ok().map(Path::to_path_buf))
+                    let inside = crate::paths::relative_to(&root, &from)
                         .filter(|r| !r.as_os_str().is_empty());
                     let Some(rel_from) = inside else {
                         return Err(Error::Usage(format!(
@@ -396,20 +385,10 @@ impl TraceArgs {
                     };
                     let rel_from = checked_path(&root, &rel_from)?;
                     let file = open_regular(&tree, &root, &rel_from, false)?;
-                    let mut bytes = Vec::new();
-                    use std::io::Read;
-                    file.take(crate::input::BODY_CAP + 1)
-                        .read_to_end(&mut bytes)
-                        .map_err(|e| Error::read(&from, e))?;
-                    if bytes.len() as u64 > crate::input::BODY_CAP {
-                        return Err(Error::data(&from, "larger than the body cap"));
-                    }
-                    bytes
+                    crate::input::read_opened(file, &from, crate::input::BODY_CAP)?
                 };
-                let target = abs(&root, &rel);
                 let span = open(&at, Op::Write, &rel, entry_in(&tree, &root, &rel)?)?;
-                let written = write_in(&tree, &root, &rel, &bytes);
-                match written {
+                match write_in(&tree, &root, &rel, &bytes) {
                     Ok(()) => {
                         // What is there now, with its mode (a write keeps
                         // an existing file's mode).
@@ -420,7 +399,7 @@ impl TraceArgs {
                     Err(e) => {
                         let now = entry_in(&tree, &root, &rel).ok().flatten();
                         close(&at, &span, now, Some(e.to_string()))?;
-                        Err(Error::write(&target, e))
+                        Err(e)
                     }
                 }
             }
@@ -475,16 +454,17 @@ impl TraceArgs {
 /// Writes `bytes` to `path` in the tree `dir` (opened on `root`): its
 /// directories made through the capability, the file opened without
 /// following its last component and rewritten only if it is a regular file.
-fn write_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8], bytes: &[u8]) -> std::io::Result<()> {
+fn write_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8], bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let rel = Path::new(std::ffi::OsStr::from_bytes(path));
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        dir.create_dir_all(parent)?;
+        dir.create_dir_all(parent)
+            .map_err(|e| Error::write(&root.join(parent), e))?;
     }
-    let mut file =
-        open_regular(dir, root, path, true).map_err(|e| std::io::Error::other(e.to_string()))?;
-    file.write_all(bytes)?;
-    file.sync_data()
+    let mut file = open_regular(dir, root, path, true)?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .map_err(|e| Error::write(&root.join(rel), e))
 }
 
 /// Content of every changed path (and the declared ones): what `exec`
