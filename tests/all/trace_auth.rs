@@ -1810,3 +1810,40 @@ fn a_key_handed_over_on_a_descriptor_never_touches_the_disk() {
         out.stderr
     );
 }
+
+#[test]
+fn span_bijection_tells_a_non_utf8_path_from_a_traced_path_it_resembles() {
+    use std::os::unix::ffi::OsStrExt;
+    // The run writes `\u{fffd}.pth` (valid UTF-8); the patch handed over
+    // adds `\xff.pth` too, whose lossy spelling is the same string.
+    let r = Run::begin("a1");
+    r.write("\u{fffd}.pth", b"honest\n").assert_code(0);
+    r.al(&["trace", "end"], None).assert_code(0);
+    std::fs::write(
+        r.workspace.join(std::ffi::OsStr::from_bytes(b"\xff.pth")),
+        "import os\n",
+    )
+    .unwrap();
+    git(&r.workspace, &["add", "-A"]);
+    let diff = r.trace.with_file_name("lossy.diff");
+    git(
+        &r.workspace,
+        &[
+            "diff",
+            "--cached",
+            "--binary",
+            "--output",
+            diff.to_str().unwrap(),
+        ],
+    );
+    let p = span_bijection_of(&r, "lossy", &diff, 4);
+    assert_eq!(p["outcome"], "miss", "{p}");
+    assert!(
+        p["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().starts_with("ghost: ")),
+        "{p}"
+    );
+}
