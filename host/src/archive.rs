@@ -37,6 +37,7 @@ fn run_files(ledger: &Ledger, run: &RunId) -> Result<Vec<String>> {
         format!("fixtures/{run}.lock.json"),
         format!("properties/{run}.json"),
         format!("properties/{run}.junit.xml"),
+        format!("properties/{run}.base-junit.xml"),
         format!("verdicts/{run}.json"),
         format!("signatures/{run}.dsse.json"),
     ];

@@ -120,6 +120,11 @@ pub struct Options {
     pub allow_unsandboxed: bool,
     pub test_timeout: std::time::Duration,
     pub test_output_cap: u64,
+    /// Bytes (`--test-memory`).
+    pub test_memory: u64,
+    pub test_max_procs: u64,
+    /// Run each test command on its base too (`--no-test-baseline` off).
+    pub test_baseline: bool,
 }
 
 /// The trials of the manifest this shard runs, and the lines that could
@@ -588,6 +593,9 @@ fn check_trial(
                 allow_unsandboxed: options.allow_unsandboxed,
                 timeout: options.test_timeout,
                 output_cap: options.test_output_cap,
+                memory: options.test_memory,
+                max_procs: options.test_max_procs,
+                baseline: options.test_baseline,
                 hidden,
             }),
         now: None,

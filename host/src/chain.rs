@@ -140,8 +140,16 @@ pub fn store_properties(
 /// Stores the trial's test report beside its property record (never over a
 /// different one).
 pub fn store_junit(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredFile> {
-    let path = ledger.junit(run);
-    let sha256 = ledger::write_bytes_or_match(&path, bytes, "test report")?;
+    store_report(ledger.junit(run), bytes, "test report")
+}
+
+/// Writes the report the test command wrote on the base revision.
+pub fn store_base_junit(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredFile> {
+    store_report(ledger.base_junit(run), bytes, "base test report")
+}
+
+fn store_report(path: std::path::PathBuf, bytes: &[u8], what: &str) -> Result<StoredFile> {
+    let sha256 = ledger::write_bytes_or_match(&path, bytes, what)?;
     Ok(StoredFile {
         file: path
             .file_name()

@@ -131,11 +131,17 @@ pub fn replay(
     // not read its report; its report is stored before `tests_pass` reads it.
     let tests = spec.test.as_ref().map(|test| {
         move || -> Result<replay::Tested> {
-            let (run, report) = replay::run_tests(
+            // The base first: a trial's own run then never shares the
+            // machine with it.
+            let baseline = if test.baseline {
+                Some(baseline(spec, test, &lock.record.roots, trees)?)
+            } else {
+                None
+            };
+            let (mut run, report) = replay::run_tests(
                 &spec.repo,
                 &spec.base,
-                &transcript.patch,
-                transcript.loaded.record.strip,
+                Some((&transcript.patch, transcript.loaded.record.strip)),
                 test,
                 spec.ledger.root(),
                 &lock.record.roots,
@@ -144,7 +150,24 @@ pub fn replay(
                 Some(bytes) => Some((chain::store_junit(&spec.ledger, &spec.run, &bytes)?, bytes)),
                 None => None,
             };
-            Ok((run, junit))
+            let mut base_junit = None;
+            if let Some((base_run, base_report)) = baseline {
+                run.baseline = Some(crate::record::BaselineRun {
+                    exit_code: base_run.exit_code,
+                    stopped: base_run.stopped,
+                });
+                if let Some(bytes) = base_report {
+                    base_junit = Some((
+                        chain::store_base_junit(&spec.ledger, &spec.run, &bytes)?,
+                        bytes,
+                    ));
+                }
+            }
+            Ok(replay::Tested {
+                run,
+                junit,
+                base_junit,
+            })
         }
     });
     let junit = match &spec.junit {
@@ -169,6 +192,7 @@ pub fn replay(
             now,
             junit,
             test_run: None,
+            base_junit: None,
             network: Some(crate::netns::status()),
         },
         trees,
@@ -183,6 +207,36 @@ pub fn replay(
         &spec.config.bytes,
         &replayed.used,
     )
+}
+
+/// The test command's run on the base revision, unpatched: once per base
+/// tree and command, however many trials share the tree (a `batch`).
+/// Trials that need the same run wait for the first to finish it.
+fn baseline(
+    spec: &TrialSpec,
+    test: &TestCommand,
+    fixtures: &[String],
+    trees: &TrialTrees,
+) -> Result<replay::Baseline> {
+    let key = test.baseline_key(fixtures);
+    let mut done = trees
+        .shared()
+        .baselines
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = done.get(&key) {
+        return Ok(found.clone());
+    }
+    let ran = replay::run_tests(
+        &spec.repo,
+        &spec.base,
+        None,
+        test,
+        spec.ledger.root(),
+        fixtures,
+    )?;
+    done.insert(key, ran.clone());
+    Ok(ran)
 }
 
 /// The exit code a property record implies on its own (what `replay`

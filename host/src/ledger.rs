@@ -44,6 +44,13 @@ impl Ledger {
             .join("properties")
             .join(format!("{run}.junit.xml"))
     }
+    /// The report the test command wrote on the base revision (its
+    /// baseline).
+    pub fn base_junit(&self, run: &RunId) -> PathBuf {
+        self.root
+            .join("properties")
+            .join(format!("{run}.base-junit.xml"))
+    }
     /// Content-addressed store: plugins, configurations and known-bad
     /// patches a replay used, each named by its sha256.
     pub fn objects(&self) -> PathBuf {

@@ -365,6 +365,12 @@ pub struct PropertyRecord {
     /// The JUnit report the trial supplied (`--junit`) or its test command
     /// produced, stored beside this record as `ID.junit.xml`.
     pub junit: Option<StoredFile>,
+    /// The JUnit report the same test command wrote on the base revision
+    /// (see `test_run.baseline`), stored beside this record as
+    /// `ID.base-junit.xml`: every test that passed there must pass in
+    /// `junit` (`tests_pass`). Absent without a baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_junit: Option<StoredFile>,
     /// The test command replay ran itself (`--test-cmd`), if any.
     pub test_run: Option<TestRun>,
     /// Drift of the fixture roots between the lock and the patched tree.
@@ -399,8 +405,10 @@ pub struct TestRun {
     /// The command's exit code (null when killed by a signal).
     pub exit_code: Option<i32>,
     /// Set when the host killed the command: `timeout` (past
-    /// `--test-timeout`) or `output_cap` (printed more than
-    /// `--test-output-cap`). Such a run makes the host-side property
+    /// `--test-timeout`), `output_cap` (printed more than
+    /// `--test-output-cap`), `memory_cap` (its processes together held
+    /// more than `--test-memory`) or `process_cap` (it ran more processes
+    /// than `--test-max-procs`). Such a run makes the host-side property
     /// `test_command` an `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
@@ -409,6 +417,24 @@ pub struct TestRun {
     /// `reject` with `endpoint_coupled`. Empty is omitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completion_ids: Vec<String>,
+    /// How the same command ran on the base revision, unpatched (absent
+    /// with `--no-test-baseline`, and in records written before it). Its
+    /// report, when it wrote one, is the property record's `base_junit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineRun>,
+}
+
+/// The test command's run on the base revision: the suite as the trusted
+/// base leaves it, in the same sandbox and under the same limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BaselineRun {
+    /// Its exit code (null when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// Set when the host killed it, as the trial's `stopped`. A stopped
+    /// baseline, or one that wrote no report, leaves `tests_pass` nothing
+    /// to compare with (it then judges the trial's report alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl Record for PropertyRecord {

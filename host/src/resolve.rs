@@ -225,6 +225,26 @@ pub struct TrialArgs {
     #[arg(long, value_name = "MIB", requires = "test_cmd",
           default_value_t = crate::replay::DEFAULT_TEST_OUTPUT_CAP_MIB)]
     pub test_output_cap: u64,
+    /// Kill `--test-cmd` once its processes together hold more than this
+    /// many MiB (anonymous memory plus its private `/tmp` and `/dev/shm`;
+    /// the trial is then not `review`).
+    #[arg(long, value_name = "MIB", requires = "test_cmd",
+          default_value_t = crate::replay::DEFAULT_TEST_MEMORY_MIB,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub test_memory: u64,
+    /// At most this many processes and threads of `--test-cmd` at once; a
+    /// fork past it fails inside the sandbox.
+    #[arg(long, value_name = "N", requires = "test_cmd",
+          default_value_t = crate::replay::DEFAULT_TEST_MAX_PROCS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub test_max_procs: u64,
+    /// Do not run `--test-cmd` on the base revision too. By default it runs
+    /// there first (once per base in a `batch`), and `tests_pass` then
+    /// requires every test that passed on the base to pass after the
+    /// patch, so a test the patch stopped from running (skipped, no longer
+    /// collected) is a miss.
+    #[arg(long, requires = "test_cmd")]
+    pub no_test_baseline: bool,
     /// The instant flake-freeze expiry is judged against (RFC 3339 or a
     /// date) [default: the transcript's `captured_at`].
     #[arg(long, value_name = "T")]
@@ -287,6 +307,9 @@ impl TrialArgs {
                     allow_unsandboxed: self.allow_unsandboxed,
                     timeout: std::time::Duration::from_secs(self.test_timeout),
                     output_cap: self.test_output_cap.saturating_mul(1 << 20),
+                    memory: self.test_memory.saturating_mul(1 << 20),
+                    max_procs: self.test_max_procs,
+                    baseline: !self.no_test_baseline,
                     // The user's cache stays out of sight even with --no-cache.
                     hidden: self
                         .cache_dir

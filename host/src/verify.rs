@@ -203,6 +203,9 @@ impl<'a> Verifier<'a> {
             if let Some(j) = &p.record.junit {
                 check!("test report", read_stored(&p.path, j).map(|_| ()));
             }
+            if let Some(j) = &p.record.base_junit {
+                check!("base test report", read_stored(&p.path, j).map(|_| ()));
+            }
             let mut wanted: Vec<(String, String)> =
                 vec![("configuration".into(), p.record.config_sha256.clone())];
             for r in &p.record.properties {
@@ -331,10 +334,14 @@ impl<'a> Verifier<'a> {
         } else {
             config::Loaded::from_bytes(config_bytes, source)?
         };
-        let junit = match &record.junit {
-            Some(j) => Some((j.clone(), read_stored(&props.path, j)?)),
-            None => None,
+        let stored = |j: &Option<crate::record::StoredFile>| -> Result<_> {
+            Ok(match j {
+                Some(j) => Some((j.clone(), read_stored(&props.path, j)?)),
+                None => None,
+            })
         };
+        let junit = stored(&record.junit)?;
+        let base_junit = stored(&record.base_junit)?;
         let now = crate::clock::parse_time(&record.now)
             .map_err(|e| Error::data(&props.path, format!("field `now`: {e}")))?;
         let trees = TrialTrees::new(repo, &record.base_revision)?;
@@ -356,6 +363,7 @@ impl<'a> Verifier<'a> {
                 now,
                 junit,
                 test_run: record.test_run.clone(),
+                base_junit,
                 network: record.network.clone(),
             },
             &trees,

@@ -55,6 +55,7 @@ fn write_properties(d: &Path, run_id: &str, fixtures: Drift, props: Vec<Property
         config_sha256: "0".repeat(64),
         now: "2026-11-30T00:00:00Z".into(),
         junit: None,
+        base_junit: None,
         test_run: None,
         fixtures,
         properties: props,

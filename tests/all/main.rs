@@ -28,6 +28,7 @@ mod scratch;
 mod shapes;
 mod snapshots;
 mod support;
+mod test_baseline;
 mod test_sandbox;
 mod trace_auth;
 mod verify;

@@ -416,19 +416,25 @@ fn a_corrupt_cache_entry_is_recompiled_not_trusted() {
     }
 }
 
-#[test]
-fn a_property_cannot_tell_its_self_test_from_the_trial() {
-    // `two_faced` misses only when /inputs disagrees with the patch it is
-    // handed; the self-test must give it its own consistent /inputs, so it
-    // holds there too and is vacuous, never a pass for a good patch.
+/// Checks the good patch with `two_faced` configured with `known_bad`
+/// (copied there from the demo's `deletes-test.diff`): it must come out
+/// `vacuous`.
+#[track_caller]
+fn two_faced_is_vacuous(known_bad: &str) {
     let plugin = component("two_faced");
     let repo = DemoRepo::with(|root| {
         std::fs::copy(&plugin, root.join("oracles/two_faced.wasm")).unwrap();
+        let demo = root.join("oracles/known-bad/deletes-test.diff");
+        let kb = root.join(known_bad);
+        if kb != demo {
+            std::fs::create_dir_all(kb.parent().unwrap()).unwrap();
+            std::fs::copy(&demo, &kb).unwrap();
+        }
         let path = root.join("agent-ledger.toml");
         let mut text = std::fs::read_to_string(&path).unwrap();
-        text.push_str(
-            "\n[[property]]\nname = \"two_faced\"\nplugin = \"oracles/two_faced.wasm\"\nknown_bad = \"oracles/known-bad/deletes-test.diff\"\n",
-        );
+        text.push_str(&format!(
+            "\n[[property]]\nname = \"two_faced\"\nplugin = \"oracles/two_faced.wasm\"\nknown_bad = \"{known_bad}\"\n",
+        ));
         std::fs::write(&path, text).unwrap();
     });
     repo.capture("r", "good");
@@ -437,4 +443,21 @@ fn a_property_cannot_tell_its_self_test_from_the_trial() {
     let record = repo.properties("r");
     let p = outcome(&record, "two_faced");
     assert_eq!(p["outcome"], "vacuous", "{p:#}");
+}
+
+#[test]
+fn a_property_cannot_tell_its_self_test_from_the_trial() {
+    // `two_faced` misses only when it can tell it runs on its known-bad
+    // patch (its inputs disagree with the patch, the patch is a known-bad
+    // file it can read in /base or /patched, its randomness is not the
+    // patch's); the self-test must give it no tell, so it holds there too
+    // and is vacuous, never a pass for a good patch.
+    two_faced_is_vacuous("oracles/known-bad/deletes-test.diff");
+}
+
+#[test]
+fn a_property_cannot_find_its_known_bad_patch_by_digest_in_the_lock() {
+    // A known-bad patch kept under a fixture root is listed in the lock by
+    // its sha256; plugins see the lock without it.
+    two_faced_is_vacuous("tests/fixtures/known-bad/deletes-test.diff");
 }

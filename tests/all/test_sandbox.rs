@@ -508,3 +508,62 @@ fn a_non_zero_exit_with_a_green_report_is_not_review() {
     );
     assert_eq!(outcome(&record, "tests_pass")["outcome"], "miss");
 }
+
+#[test]
+fn a_fork_bomb_in_the_test_command_fails_to_fork_past_the_cap() {
+    let trial = Trial::new();
+    // 200 processes at once, each alive for 30 s, then a pass claimed.
+    // Past a cap of 64 a fork fails and the subshell gives up, so the
+    // suite reports the failure; as root (to whom the kernel applies no
+    // process limit) the host stops the command instead.
+    let bomb = "( i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done; sleep 2 ) 2>/dev/null";
+    let (code, stderr) = trial.check(&attack(bomb), &["--test-max-procs", "64"]);
+    assert_eq!(code, 4, "not reject: {stderr}");
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["sandbox"], "namespaces", "{record:#}");
+    if nix_is_root() {
+        assert_eq!(record["test_run"]["stopped"], "process_cap", "{record:#}");
+        assert_eq!(outcome(&record, "test_command")["outcome"], "error");
+    } else {
+        assert!(record["test_run"]["stopped"].is_null(), "{record:#}");
+        assert_miss(&record, "tests_pass", "", "the attack failed");
+    }
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
+/// Runs `hog` (which claims a pass once it holds its memory) under
+/// `--test-memory 200`: the host must stop it and the trial is not
+/// `review`.
+#[track_caller]
+fn stopped_for_memory(hog: &str) {
+    let trial = Trial::new();
+    let (code, stderr) = trial.check(&format!("{hog}; {PASS}"), &["--test-memory", "200"]);
+    assert_eq!(code, 4, "not reject: {stderr}");
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["stopped"], "memory_cap", "{record:#}");
+    assert_eq!(record["test_run"]["baseline"]["stopped"], "memory_cap");
+    let p = outcome(&record, "test_command");
+    assert_eq!(p["outcome"], "error");
+    assert!(p["error"].as_str().unwrap().contains("memory_cap"), "{p:#}");
+}
+
+#[test]
+fn memory_held_by_many_processes_together_stops_the_test_command() {
+    // Four processes of 100 MiB each: none is past the cap alone.
+    stopped_for_memory(
+        "for i in 1 2 3 4; do python3 -c \"import time; b = b'x' * (100 << 20); time.sleep(20)\" & done; sleep 10",
+    );
+}
+
+#[test]
+fn memory_kept_in_the_private_tmp_counts_towards_the_cap() {
+    stopped_for_memory(
+        "head -c 314572800 /dev/zero > /tmp/hoard && head -c 1 /tmp/hoard >/dev/null && sleep 10",
+    );
+}

@@ -134,6 +134,7 @@ fn property_record(
         config_sha256: sha256_hex(b""),
         now: "2026-01-01T00:00:00Z".into(),
         junit: None,
+        base_junit: None,
         test_run: None,
         fixtures,
         properties,

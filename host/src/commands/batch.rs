@@ -38,6 +38,19 @@ pub struct BatchArgs {
     /// As `check --test-output-cap`.
     #[arg(long, value_name = "MIB", default_value_t = 16)]
     pub test_output_cap: u64,
+    /// As `check --test-memory`.
+    #[arg(long, value_name = "MIB",
+          default_value_t = crate::replay::DEFAULT_TEST_MEMORY_MIB,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub test_memory: u64,
+    /// As `check --test-max-procs`.
+    #[arg(long, value_name = "N",
+          default_value_t = crate::replay::DEFAULT_TEST_MAX_PROCS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub test_max_procs: u64,
+    /// As `check --no-test-baseline`.
+    #[arg(long)]
+    pub no_test_baseline: bool,
     /// Internal: the replay half of a batch with live captures, run by the
     /// batch itself in a process that leaves the network first.
     #[arg(long, hide = true)]
@@ -63,6 +76,9 @@ impl BatchArgs {
             allow_unsandboxed: self.allow_unsandboxed,
             test_timeout: std::time::Duration::from_secs(self.test_timeout),
             test_output_cap: self.test_output_cap.saturating_mul(1 << 20),
+            test_memory: self.test_memory.saturating_mul(1 << 20),
+            test_max_procs: self.test_max_procs,
+            test_baseline: !self.no_test_baseline,
         };
         // A bar on a terminal; otherwise one plain line per trial as it ends.
         let bar = std::io::stderr().is_terminal().then(|| {

@@ -584,6 +584,7 @@ impl TestArgs {
                 now,
                 junit: None,
                 test_run: None,
+                base_junit: None,
                 network: Some(crate::netns::status()),
             },
             &trees,

@@ -27,8 +27,10 @@ mod bounds;
 mod property;
 mod self_test;
 pub(crate) mod test_cmd;
+mod unseen;
 
 pub use test_cmd::{
+    DEFAULT_MAX_PROCS as DEFAULT_TEST_MAX_PROCS, DEFAULT_MEMORY_MIB as DEFAULT_TEST_MEMORY_MIB,
     DEFAULT_OUTPUT_CAP_MIB as DEFAULT_TEST_OUTPUT_CAP_MIB,
     DEFAULT_TIMEOUT_SECS as DEFAULT_TEST_TIMEOUT_SECS, TestCommand, run_tests,
 };
@@ -84,21 +86,29 @@ pub struct Replay<'a> {
     /// The test report, when the trial has one, and how it was produced.
     pub junit: Option<(StoredFile, Vec<u8>)>,
     pub test_run: Option<TestRun>,
+    /// The report the test command wrote on the base revision.
+    pub base_junit: Option<(StoredFile, Vec<u8>)>,
     /// The replaying process's network (`netns::status`), or, re-running an
     /// archived replay, the one on record: where the auditor's process runs
     /// is not part of the judgement.
     pub network: Option<String>,
 }
 
-/// What the test command produced: how it ran, and its report as stored.
-pub type Tested = (TestRun, Option<(StoredFile, Vec<u8>)>);
+/// What the test command produced: how it ran (on the base too), and its
+/// reports as stored.
+pub struct Tested {
+    pub run: TestRun,
+    pub junit: Option<(StoredFile, Vec<u8>)>,
+    pub base_junit: Option<(StoredFile, Vec<u8>)>,
+}
 
 impl<'a> Replay<'a> {
-    /// The same replay with another report and test run.
+    /// The same replay with other reports and test run.
     fn with_report(
         &self,
         junit: Option<(StoredFile, Vec<u8>)>,
         test_run: Option<TestRun>,
+        base_junit: Option<(StoredFile, Vec<u8>)>,
     ) -> Replay<'a> {
         Replay {
             source: self.source,
@@ -114,6 +124,7 @@ impl<'a> Replay<'a> {
             now: self.now,
             junit,
             test_run,
+            base_junit,
             network: self.network.clone(),
         }
     }
@@ -136,7 +147,14 @@ pub struct Replayed {
 pub struct BaseTree {
     _dir: crate::scratch::ScratchDir,
     pub checkout: Checkout,
+    /// The test command's runs on this base, by
+    /// [`TestCommand::baseline_key`]: the trials of a batch on one base
+    /// run the base's suite once.
+    pub baselines: Mutex<BTreeMap<String, Baseline>>,
 }
+
+/// The test command's run on a base revision and the report it wrote.
+pub type Baseline = (TestRun, Option<Vec<u8>>);
 
 impl BaseTree {
     pub fn new(repo: &Repo, base: &str) -> Result<std::sync::Arc<BaseTree>> {
@@ -145,6 +163,7 @@ impl BaseTree {
         Ok(std::sync::Arc::new(BaseTree {
             _dir: dir,
             checkout,
+            baselines: Mutex::new(BTreeMap::new()),
         }))
     }
 }
@@ -174,6 +193,11 @@ impl TrialTrees {
     /// The base revision's tree.
     pub fn base(&self) -> &Checkout {
         &self.shared.checkout
+    }
+
+    /// The base tree other trials may share.
+    pub fn shared(&self) -> &BaseTree {
+        &self.shared
     }
 }
 
@@ -315,6 +339,7 @@ impl Session<'_, '_> {
             config_sha256: spec.config.sha256.clone(),
             now: crate::clock::format_time(spec.now),
             junit: spec.junit.as_ref().map(|(stored, _)| stored.clone()),
+            base_junit: spec.base_junit.as_ref().map(|(stored, _)| stored.clone()),
             test_run: spec.test_run.clone(),
             fixtures: Drift::default(),
             properties: Vec::new(),
@@ -365,10 +390,29 @@ impl Session<'_, '_> {
             return Ok(record);
         }
 
+        // The in-tree known-bad patches are shown to no plugin, in no run.
+        let unseen = unseen::known_bad_paths(&spec.config.config.properties);
+        let base_view;
+        let base_mount = if unseen.is_empty() {
+            &base_tree.tree
+        } else {
+            base_view = base_tree.link_copy(&tmp.path().join("base-view"))?;
+            unseen::hide(&base_view.tree, &unseen)?;
+            &base_view.tree
+        };
+        unseen::hide(&patched.tree, &unseen)?;
+        if let Some(view) = unseen::lock_view(&spec.lock.record, &unseen) {
+            write_file(&inputs.join("lock.json"), &crate::ledger::to_bytes(&view))?;
+        }
         let mounts = Mounts {
             patched: &patched.tree,
-            base: &base_tree.tree,
+            base: base_mount,
             inputs: &inputs,
+        };
+        let stage = property::Stage {
+            base_tree,
+            mounts: &mounts,
+            unseen: &unseen,
         };
         let trial = TrialInput {
             run_id: spec.run.to_string(),
@@ -386,8 +430,7 @@ impl Session<'_, '_> {
                         p,
                         &trial,
                         &frozen,
-                        base_tree,
-                        &mounts,
+                        &stage,
                         &tmp.path().join(format!("known-bad-{phase}{i}")),
                     )
                 })
@@ -400,7 +443,7 @@ impl Session<'_, '_> {
         }
 
         // First the properties that do not read the report, seeing none.
-        let first_spec = spec.with_report(None, None);
+        let first_spec = spec.with_report(None, None, None);
         let first_session = Session {
             spec: &first_spec,
             used: self.used,
@@ -413,18 +456,26 @@ impl Session<'_, '_> {
         let mut first = run_all(&first_session, &first, "a")?.into_iter();
 
         // Then the test command, then the properties that read its report.
-        let (test_run, junit) = match tests {
+        let (test_run, junit, base_junit) = match tests {
             Some(tests) => {
-                let (run, junit) = tests()?;
-                (Some(run), junit)
+                let tested = tests()?;
+                (Some(tested.run), tested.junit, tested.base_junit)
             }
-            None => (spec.test_run.clone(), spec.junit.clone()),
+            None => (
+                spec.test_run.clone(),
+                spec.junit.clone(),
+                spec.base_junit.clone(),
+            ),
         };
         if let Some((_, bytes)) = &junit {
             write_file(&inputs.join("junit.xml"), bytes)?;
             present.junit = true;
         }
+        if let Some((_, bytes)) = &base_junit {
+            write_file(&inputs.join("base-junit.xml"), bytes)?;
+        }
         record.junit = junit.as_ref().map(|(stored, _)| stored.clone());
+        record.base_junit = base_junit.as_ref().map(|(stored, _)| stored.clone());
         record.test_run = test_run.clone();
         let complaint = test_run
             .as_ref()
@@ -437,7 +488,7 @@ impl Session<'_, '_> {
                 }
                 (None, Some((_, bytes))) => failed_but_reported_green(run, bytes),
             });
-        let second_spec = spec.with_report(junit, test_run);
+        let second_spec = spec.with_report(junit, test_run, base_junit);
         let second_session = Session {
             spec: &second_spec,
             used: self.used,

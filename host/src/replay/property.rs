@@ -17,16 +17,28 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What every property of a trial runs on: the base checkout (self-tests
+/// copy it), the trees and inputs plugins see, and what they are not shown.
+pub(super) struct Stage<'a> {
+    pub base_tree: &'a Checkout,
+    pub mounts: &'a Mounts<'a>,
+    pub unseen: &'a [std::path::PathBuf],
+}
+
 impl Session<'_, '_> {
     pub(super) fn run_property(
         &self,
         p: &PropertyConfig,
         trial: &TrialInput,
         frozen: &[String],
-        base_tree: &Checkout,
-        mounts: &Mounts<'_>,
+        stage: &Stage<'_>,
         scratch: &Path,
     ) -> Result<PropertyResult> {
+        let Stage {
+            base_tree,
+            mounts,
+            unseen,
+        } = *stage;
         let spec = self.spec;
         let mut result = host_result(&p.name);
         result.plugin = p.plugin.clone();
@@ -69,7 +81,7 @@ impl Session<'_, '_> {
             Err(refusal) => return Ok(errored(result, format!("plugin refused: {}", refusal.0))),
         };
         result.stubbed_imports = plugin.stubbed.clone();
-        let seed = seed(spec.run, &p.name, &trial.patch);
+        let trial_seed = seed(spec.run, &p.name, &trial.patch);
 
         if let Some(kb) = &p.known_bad {
             let kb_bytes = match self.artifact(&p.name, kb, Artifact::KnownBad)? {
@@ -81,12 +93,16 @@ impl Session<'_, '_> {
             result
                 .inputs
                 .insert("known_bad".into(), sha256_hex(&kb_bytes));
+            // Its randomness follows the patch it is shown, as the trial's
+            // does: a plugin that knows how seeds are made must not be able
+            // to tell the two runs apart by them.
             let scene = super::self_test::Scene {
                 base_tree,
                 mounts,
                 scratch,
+                unseen,
                 limits: &limits,
-                seed,
+                seed: seed(spec.run, &p.name, &kb_bytes),
             };
             match self.self_test(&plugin, p, &kb_bytes, &config, &scene)? {
                 SelfTest::Missed => {}
@@ -106,7 +122,9 @@ impl Session<'_, '_> {
             changes: trial.changes.clone(),
             config,
         };
-        let run = spec.sandbox.run(&plugin, &trial, mounts, &limits, seed);
+        let run = spec
+            .sandbox
+            .run(&plugin, &trial, mounts, &limits, trial_seed);
         self.runs
             .lock()
             .unwrap_or_else(|p| p.into_inner())

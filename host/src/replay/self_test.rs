@@ -23,6 +23,8 @@ pub(super) struct Scene<'a> {
     pub base_tree: &'a Checkout,
     pub mounts: &'a Mounts<'a>,
     pub scratch: &'a Path,
+    /// Paths not shown to plugins (`unseen`).
+    pub unseen: &'a [PathBuf],
     pub limits: &'a Limits,
     pub seed: [u8; 32],
 }
@@ -73,6 +75,7 @@ impl Session<'_, '_> {
         let changes = changes_of(&co, spec.base)?;
         let inputs = self.inputs_for(known_bad, scene.mounts.inputs, &scratch.join("inputs"))?;
         write_modes(&inputs, &co, spec.base)?;
+        super::unseen::hide(&co.tree, scene.unseen)?;
         let kb_mounts = Mounts {
             patched: &co.tree,
             base: scene.mounts.base,

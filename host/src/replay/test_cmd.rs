@@ -23,7 +23,14 @@
 //!   and `AGENT_LEDGER_JUNIT`; nothing else;
 //! - no network (a new network namespace with only a loopback that is
 //!   down), and every process dies with the command (PID namespace);
-//! - a wall-clock limit and an output cap, either of which kills it.
+//! - a wall-clock limit, an output cap and a memory cap (the anonymous
+//!   memory of every process in its PID namespace together, plus what it
+//!   keeps in its private `/tmp` and `/dev/shm`, looked at every 100 ms),
+//!   any of which kills it; and a cap on the number of processes it runs at
+//!   once (`RLIMIT_NPROC` in its own user namespace, which the kernel counts
+//!   per namespace, so a fork bomb fails to fork instead of filling the
+//!   host; the kernel never applies it to uid 0, so the host also counts
+//!   the processes every 20 ms and kills the command past the cap).
 //!
 //! When the kernel refuses the namespaces the command is not run, unless
 //! the operator passes `--allow-unsandboxed` (alias `--allow-network`): then
@@ -47,6 +54,12 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 1800;
 /// The default cap on what the command prints, stdout and stderr together
 /// (`--test-output-cap`).
 pub const DEFAULT_OUTPUT_CAP_MIB: u64 = 16;
+/// The default cap on the command's memory, all its processes together
+/// (`--test-memory`).
+pub const DEFAULT_MEMORY_MIB: u64 = 4096;
+/// The default cap on the processes (and threads) the command runs at once
+/// (`--test-max-procs`).
+pub const DEFAULT_MAX_PROCS: u64 = 512;
 /// The uid and gid the command runs as inside its user namespace when the
 /// host user is root (any non-zero id: it holds no capabilities).
 pub const SANDBOX_ID: u32 = 1000;
@@ -54,6 +67,8 @@ pub const SANDBOX_ID: u32 = 1000;
 const TMPFS_SIZE: &str = "size=1g";
 /// How often the host looks at the command while it runs.
 const POLL: Duration = Duration::from_millis(20);
+/// How often (in polls) the host adds up the command's memory.
+const MEMORY_EVERY: u32 = 5;
 
 /// A test command and how it may run.
 #[derive(Debug, Clone)]
@@ -67,38 +82,75 @@ pub struct TestCommand {
     /// Killed when it prints more, stdout and stderr together
     /// (`--test-output-cap`).
     pub output_cap: u64,
+    /// Killed when its processes together hold more memory, in bytes
+    /// (`--test-memory`).
+    pub memory: u64,
+    /// Forks fail past this many processes and threads at once
+    /// (`--test-max-procs`; in the sandbox only).
+    pub max_procs: u64,
     /// Host paths the command must not see besides the ones every run
     /// hides (the compile-cache directory).
     pub hidden: Vec<PathBuf>,
+    /// Also run the command on the base revision, so that `tests_pass`
+    /// can require every test that passed there to pass after the patch
+    /// (on unless `--no-test-baseline`).
+    pub baseline: bool,
+}
+
+impl TestCommand {
+    /// What a baseline run depends on besides the base revision: trials
+    /// of a batch on one base share a run with the same key.
+    pub fn baseline_key(&self, fixtures: &[String]) -> String {
+        format!(
+            "{:?}",
+            (
+                &self.command,
+                self.allow_unsandboxed,
+                self.timeout,
+                self.output_cap,
+                self.memory,
+                self.max_procs,
+                &self.hidden,
+                fixtures
+            )
+        )
+    }
 }
 
 /// Why the host stopped the command.
 const STOPPED_TIMEOUT: &str = "timeout";
 const STOPPED_OUTPUT: &str = "output_cap";
+const STOPPED_MEMORY: &str = "memory_cap";
+const STOPPED_PROCESSES: &str = "process_cap";
 
-/// Runs `test` on `patch` applied to `base`, in a copy of its own. Returns
-/// how it ran and the report (`None` when it wrote none). The `fixtures`
-/// (the locked roots, repository-relative) are read-only inside the
-/// sandbox: the lock was compared with the patched tree before the command
-/// ran, so a suite that rewrote them at run time would be tested against
-/// fixtures nobody locked.
+/// Runs `test` on `patch` (with its strip level) applied to `base`, or on
+/// `base` itself when `patch` is `None` (the baseline), in a copy of its
+/// own. Returns how it ran and the report (`None` when it wrote none). The
+/// `fixtures` (the locked roots, repository-relative) are read-only inside
+/// the sandbox: the lock was compared with the patched tree before the
+/// command ran, so a suite that rewrote them at run time would be tested
+/// against fixtures nobody locked.
 pub fn run_tests(
     repo: &Repo,
     base: &str,
-    patch: &[u8],
-    strip: u32,
+    patch: Option<(&[u8], u32)>,
     test: &TestCommand,
     ledger_root: &Path,
     fixtures: &[String],
 ) -> Result<(TestRun, Option<Vec<u8>>)> {
     let tmp = tempdir()?;
-    let patch_file = tmp.path().join("patch.diff");
-    write_file(&patch_file, patch)?;
     let co = repo.checkout(base, &tmp.path().join("tests"))?;
-    if let Applied::Refused(msg) = co.apply(&patch_file, strip)? {
-        return Err(Error::Refused(format!(
-            "the patch does not apply, so the test command cannot run: {msg}"
-        )));
+    // The trial's run is shown; the baseline's output is counted, not
+    // shown (it would only repeat the suite).
+    let echo = patch.is_some();
+    if let Some((patch, strip)) = patch {
+        let patch_file = tmp.path().join("patch.diff");
+        write_file(&patch_file, patch)?;
+        if let Applied::Refused(msg) = co.apply(&patch_file, strip)? {
+            return Err(Error::Refused(format!(
+                "the patch does not apply, so the test command cannot run: {msg}"
+            )));
+        }
     }
     let report_dir = tmp.path().join("report");
     let home = tmp.path().join("home");
@@ -148,7 +200,7 @@ pub fn run_tests(
     let (sandbox, ran) = match jail.probe() {
         Ok(()) => (
             "namespaces",
-            jail.run(&test.command, &env(SANDBOX_HOME), test)?,
+            jail.run(&test.command, &env(SANDBOX_HOME), test, echo)?,
         ),
         Err(why) if test.allow_unsandboxed => {
             eprintln!(
@@ -156,7 +208,13 @@ pub fn run_tests(
             );
             (
                 "none",
-                run_unsandboxed(&test.command, &co.tree, &env(&home.to_string_lossy()), test)?,
+                run_unsandboxed(
+                    &test.command,
+                    &co.tree,
+                    &env(&home.to_string_lossy()),
+                    test,
+                    echo,
+                )?,
             )
         }
         Err(why) => {
@@ -182,6 +240,7 @@ pub fn run_tests(
         exit_code: ran.exit_code,
         stopped: ran.stopped.map(str::to_string),
         completion_ids: completion_ids.into_iter().collect(),
+        baseline: None,
     };
     Ok((run, junit))
 }
@@ -412,8 +471,16 @@ impl Jail<'_> {
         }
     }
 
-    fn run(&self, command: &str, env: &[(String, String)], test: &TestCommand) -> Result<Ran> {
-        let c = self.container()?;
+    /// Runs the test command; `echo`: copy its output to our stderr.
+    fn run(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        test: &TestCommand,
+        echo: bool,
+    ) -> Result<Ran> {
+        let mut c = self.container()?;
+        c.setrlimit(hakoniwa::Rlimit::Nproc, test.max_procs, test.max_procs);
         let mut cmd = c.command("/bin/sh");
         cmd.args(["-c", command])
             .current_dir(self.tree)
@@ -428,6 +495,7 @@ impl Jail<'_> {
             .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
         let pumps = Pumps::start(
             test.output_cap,
+            echo,
             child
                 .stdout
                 .take()
@@ -439,6 +507,11 @@ impl Jail<'_> {
         );
         let mut stopped = None;
         let deadline = Instant::now() + test.timeout;
+        let mut members = Members::Namespace {
+            parent: child.id(),
+            ns: None,
+        };
+        let mut polls = 0u32;
         let status = loop {
             let status = child
                 .try_wait()
@@ -451,6 +524,8 @@ impl Jail<'_> {
                 if Instant::now() >= deadline {
                     stopped = Some(STOPPED_TIMEOUT);
                 }
+                polls = polls.wrapping_add(1);
+                stopped = stopped.or(members.over(test, polls.is_multiple_of(MEMORY_EVERY)));
                 if stopped.is_some() {
                     // Kills the sandbox's first process; the kernel then
                     // kills every process left in its PID namespace.
@@ -523,6 +598,7 @@ fn run_unsandboxed(
     tree: &Path,
     env: &[(String, String)],
     test: &TestCommand,
+    echo: bool,
 ) -> Result<Ran> {
     use std::os::unix::process::CommandExt;
     let mut child = std::process::Command::new("sh")
@@ -542,6 +618,7 @@ fn run_unsandboxed(
     };
     let pumps = Pumps::start(
         test.output_cap,
+        echo,
         child
             .stdout
             .take()
@@ -553,6 +630,8 @@ fn run_unsandboxed(
     );
     let mut stopped = None;
     let deadline = Instant::now() + test.timeout;
+    let mut members = Members::Group(child.id());
+    let mut polls = 0u32;
     let status = loop {
         if let Some(status) = child
             .try_wait()
@@ -565,6 +644,8 @@ fn run_unsandboxed(
             if Instant::now() >= deadline {
                 stopped = Some(STOPPED_TIMEOUT);
             }
+            polls = polls.wrapping_add(1);
+            stopped = stopped.or(members.over(test, polls.is_multiple_of(MEMORY_EVERY)));
             if stopped.is_some() {
                 kill_group();
             }
@@ -582,8 +663,125 @@ fn run_unsandboxed(
     })
 }
 
+/// The processes of one test command, whose memory the host adds up.
+enum Members {
+    /// Every process in the PID namespace the sandbox's first process
+    /// (`parent`, outside it) made for its children; `ns` once known.
+    Namespace { parent: u32, ns: Option<u64> },
+    /// Every process in this process group (without a sandbox).
+    Group(u32),
+}
+
+impl Members {
+    /// Why the command must stop, if it must: more processes than
+    /// `--test-max-procs` (the kernel stops forks past it already, except
+    /// for uid 0, to which it never applies `RLIMIT_NPROC`), or, when
+    /// `memory` is set, more memory than `--test-memory`.
+    fn over(&mut self, test: &TestCommand, memory: bool) -> Option<&'static str> {
+        let (processes, bytes) = self.usage(memory);
+        if bytes > test.memory {
+            Some(STOPPED_MEMORY)
+        } else if processes > test.max_procs {
+            Some(STOPPED_PROCESSES)
+        } else {
+            None
+        }
+    }
+
+    /// How many members there are and, when `memory` is set, their
+    /// anonymous resident memory (file pages can be dropped by the kernel;
+    /// shared memory is counted in the tmpfs that holds it) plus what the
+    /// sandbox keeps in its private `/tmp` and `/dev/shm`, in bytes. A
+    /// process that ends while it is read is skipped.
+    fn usage(&mut self, memory: bool) -> (u64, u64) {
+        use std::os::unix::fs::MetadataExt;
+        if let Members::Namespace {
+            parent,
+            ns: ns @ None,
+        } = self
+        {
+            let ino = |p: &str| std::fs::metadata(p).map(|m| m.ino()).ok();
+            let own = ino("/proc/self/ns/pid");
+            let theirs = ino(&format!("/proc/{parent}/ns/pid_for_children"));
+            // Until the sandbox has made its namespace, `pid_for_children`
+            // is still ours: never add up this process's namespace.
+            if theirs.is_some() && theirs != own {
+                *ns = theirs;
+            }
+        }
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return (0, 0);
+        };
+        let mut total = 0u64;
+        let mut processes = 0u64;
+        let mut tmpfs_seen = false;
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let member = match self {
+                Members::Namespace { ns: None, .. } => false,
+                Members::Namespace { ns: Some(ns), .. } => {
+                    std::fs::metadata(format!("/proc/{pid}/ns/pid")).is_ok_and(|m| m.ino() == *ns)
+                }
+                Members::Group(group) => process_group(pid) == Some(*group),
+            };
+            if !member {
+                continue;
+            }
+            processes += 1;
+            if !memory {
+                continue;
+            }
+            total = total.saturating_add(anonymous_memory(pid));
+            if !tmpfs_seen && matches!(self, Members::Namespace { .. }) {
+                tmpfs_seen = true;
+                for dir in ["tmp", "dev/shm"] {
+                    total = total.saturating_add(used_bytes(&format!("/proc/{pid}/root/{dir}")));
+                }
+            }
+        }
+        (processes, total)
+    }
+}
+
+/// `RssAnon` of `/proc/PID/status`, in bytes (0 when it cannot be read).
+fn anonymous_memory(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                let kb = line.strip_prefix("RssAnon:")?.trim().strip_suffix("kB")?;
+                kb.trim().parse::<u64>().ok()
+            })
+        })
+        .map_or(0, |kb| kb.saturating_mul(1024))
+}
+
+/// The process group of `pid` (field 5 of `/proc/PID/stat`, after the
+/// command name, which may hold spaces and parentheses).
+fn process_group(pid: &str) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// The bytes in use on the filesystem at `path` (a sandbox's tmpfs).
+fn used_bytes(path: &str) -> u64 {
+    nix::sys::statvfs::statvfs(path).map_or(0, |s| {
+        s.blocks()
+            .saturating_sub(s.blocks_free())
+            .saturating_mul(s.fragment_size())
+    })
+}
+
 /// Copies the command's stdout and stderr to ours (stderr: our stdout is
-/// for our own output), up to the cap, and counts every byte.
+/// for our own output) when it is to be shown, up to the cap, and counts
+/// every byte.
 struct Pumps {
     seen: Arc<AtomicU64>,
     cap: u64,
@@ -594,6 +792,7 @@ struct Pumps {
 impl Pumps {
     fn start(
         cap: u64,
+        echo: bool,
         out: Option<Box<dyn Read + Send>>,
         err: Option<Box<dyn Read + Send>>,
     ) -> Pumps {
@@ -615,7 +814,9 @@ impl Pumps {
                         if before < cap {
                             let keep = n.min((cap - before) as usize);
                             ids.feed(&buf[..keep]);
-                            let _ = std::io::stderr().lock().write_all(&buf[..keep]);
+                            if echo {
+                                let _ = std::io::stderr().lock().write_all(&buf[..keep]);
+                            }
                         }
                     }
                     ids.finish()
