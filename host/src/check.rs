@@ -193,6 +193,7 @@ pub fn replay(
             junit,
             test_run: None,
             base_junit: None,
+            test_command: spec.test.as_ref().map(|t| t.command.as_str()),
             network: Some(crate::netns::status()),
         },
         trees,

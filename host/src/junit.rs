@@ -18,6 +18,30 @@ pub struct Case {
     pub status: Status,
 }
 
+/// A status given as an attribute (`skipped="true"`, `status`, `result`,
+/// `outcome`) rather than as a child element, as some writers do: a
+/// failure or a skip, never a pass by default. `tests_pass` reads the same
+/// attributes the same way.
+fn attribute_status(n: roxmltree::Node<'_, '_>) -> Option<Status> {
+    if n.attribute("skipped")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Some(Status::Skipped);
+    }
+    ["status", "result", "outcome"].iter().find_map(|name| {
+        match n.attribute(*name)?.to_ascii_lowercase().as_str() {
+            "fail" | "failed" | "failure" | "error" | "errored" | "broken" | "timeout" => {
+                Some(Status::Failed)
+            }
+            "skip" | "skipped" | "disabled" | "ignored" | "notrun" | "not_run" | "pending"
+            | "todo" | "xfail" | "xfailed" | "notexecuted" | "inconclusive" => {
+                Some(Status::Skipped)
+            }
+            _ => None,
+        }
+    })
+}
+
 /// Parses a report's test cases, in document order.
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Case>> {
     let text =
@@ -40,6 +64,8 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Case>> {
             let child = |t: &str| n.children().any(|c| c.has_tag_name(t));
             let status = if child("failure") || child("error") {
                 Status::Failed
+            } else if let Some(status) = attribute_status(n) {
+                status
             } else if child("skipped") {
                 Status::Skipped
             } else {

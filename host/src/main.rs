@@ -3,6 +3,20 @@ use agent_ledger::exit::{ExitCode, Sysexit};
 use clap::Parser;
 use clap::error::ErrorKind;
 
+/// Raises the soft limit on open descriptors to the hard limit (at most
+/// 2^20): properties run in parallel, each with its own descriptor cap, and
+/// the soft limit is often 1024 where the hard one is far higher. Where it
+/// cannot be raised, the limit stays as it is.
+fn raise_descriptor_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let want = hard.min(1 << 20);
+        if want > soft {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, want, hard);
+        }
+    }
+}
+
 fn main() {
     // A run key handed over on a descriptor is read (and the descriptor
     // closed) before anything else runs or is started.
@@ -10,6 +24,7 @@ fn main() {
         eprintln!("error: {}", agent_ledger::output::inert(&err.to_string()));
         std::process::exit(ExitCode::Sysexit(err.exit_code()).code());
     }
+    raise_descriptor_limit();
     let code = match Cli::try_parse() {
         Ok(cli) => match cli.execute() {
             Ok(code) => code,

@@ -364,6 +364,7 @@ impl<'a> Verifier<'a> {
                 junit,
                 test_run: record.test_run.clone(),
                 base_junit,
+                test_command: record.test_run.as_ref().map(|r| r.command.as_str()),
                 network: record.network.clone(),
             },
             &trees,

@@ -260,3 +260,55 @@ fn an_assertion_moved_into_a_raw_string_is_a_weakening() {
         "assertions fell from 5 to 4",
     );
 }
+
+// Regression: 1500 nested directories made every walk of the patched tree
+// hold a descriptor per level, and under the usual limit of 1024 `check`
+// ended with "too many open files" (exit 74) instead of a verdict.
+#[test]
+fn a_patch_that_nests_1500_directories_is_a_patch_applies_miss_under_1024_descriptors() {
+    let repo = DemoRepo::new();
+    let deep = vec!["d"; 1500].join("/");
+    let patch = patch_of(&repo, |root| {
+        // One `create_dir_all` of the whole path would pass PATH_MAX: step.
+        let mut dir =
+            cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap();
+        for _ in 0..1500 {
+            dir.create_dir("d").unwrap();
+            dir = dir.open_dir("d").unwrap();
+        }
+        dir.write("f", "x\n").unwrap();
+    });
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let cache = cache_dir();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -n 1024 && exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_agent-ledger"))
+        .args([
+            "check", "--run", "r", "--base", &repo.base, "--format", "json",
+        ])
+        .arg("--cache-dir")
+        .arg(&cache)
+        .current_dir(repo.path())
+        .env("AGENT_LEDGER_RUNS_DIR", runs_dir())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record = repo.properties("r");
+    assert_miss(
+        &record,
+        "patch_applies",
+        &format!("{deep}/f"),
+        "1501 components deep",
+    );
+}

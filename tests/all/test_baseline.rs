@@ -1,9 +1,9 @@
 //! The test command also runs on the base revision, and `tests_pass`
 //! requires every test that passed there to run after the patch. Each
 //! attack below stops a test from running in a way no scan of the diff
-//! follows (an alias of a skip marker, the runner script, a directory the
-//! runner does not collect): with a real runner (Python's unittest, writing
-//! JUnit), each was `review` before the baseline and is `reject` with it.
+//! follows (an alias of a skip marker, a directory the runner does not
+//! collect): with a real runner (Python's unittest, writing JUnit), each
+//! was `review` before the baseline and is `reject` with it.
 
 use crate::support::*;
 use std::path::Path;
@@ -163,8 +163,11 @@ fn a_test_skipped_through_an_alias_of_a_skip_marker_is_reject() {
     assert!(record["test_run"]["baseline"].is_null(), "{record:#}");
 }
 
+// The runner writes the report `tests_pass` judges; the fifth review
+// changed it to leave a test out and still write a pass for it. A file the
+// test command names is protected.
 #[test]
-fn a_runner_script_changed_to_leave_a_test_out_is_reject() {
+fn a_runner_script_the_test_command_names_is_protected() {
     let repo = repo();
     let (code, record) = checked(
         &repo,
@@ -180,12 +183,7 @@ fn a_runner_script_changed_to_leave_a_test_out_is_reject() {
         &[],
     );
     assert_eq!(code, 4, "{record:#}");
-    assert_miss(
-        &record,
-        "tests_pass",
-        "",
-        "test_retry.TestShouldRetry::test_retries_overload passed on the base revision and is not in the report after the patch",
-    );
+    assert_miss(&record, "patch_applies", "run_tests.py", "protected path");
 }
 
 #[test]
@@ -211,4 +209,116 @@ fn a_test_module_moved_where_the_runner_does_not_look_is_reject() {
         "",
         "test_more.TestMore::test_more passed on the base revision and is not in the report after the patch",
     );
+}
+
+// Found by the fifth review: a second test given the id of the skipped one
+// (here by setting `__module__`) passed for it, since the best fate of an
+// id counted.
+#[test]
+fn a_test_given_the_id_of_a_skipped_one_does_not_stand_in_for_it() {
+    let repo = repo();
+    let (code, record) = checked(
+        &repo,
+        "r",
+        |root| {
+            skip_through_an_alias(root);
+            let more = root.join("tests/test_more.py");
+            let mut text = std::fs::read_to_string(&more).unwrap();
+            text.push_str(
+                "\n\nclass TestBackoff(unittest.TestCase):\n    def test_cap(self):\n        pass\n\n\nTestBackoff.__module__ = \"test_retry\"\n",
+            );
+            write(&more, text);
+        },
+        &[],
+    );
+    assert_eq!(code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "tests_pass",
+        "",
+        "test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
+    );
+}
+
+/// A runner of its own: `test_cap` is skipped once `tests/test_retry.py`
+/// holds `@later`, the way the status is written chosen by `skip`.
+fn scripted_runner(skip: &str) -> String {
+    format!(
+        r#"if grep -q '@later' tests/test_retry.py; then S='{skip}'; else S='<testcase classname="tests.test_retry.TestBackoff" name="test_cap"/>'; fi; printf '<testsuites><testsuite name="t">%s<testcase classname="tests.test_more.TestMore" name="test_more"/></testsuite></testsuites>' "$S" > "$AGENT_LEDGER_JUNIT""#
+    )
+}
+
+/// Captures the alias skip plus `edit` in a repository with `extra_file`
+/// at the base, and checks it with `runner`.
+fn scripted(
+    runner: &str,
+    extra_file: Option<&str>,
+    edit: impl FnOnce(&Path),
+) -> (i32, serde_json::Value) {
+    let repo = DemoRepo::with(|root| {
+        let mut config = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
+        config.push_str("\n[[property]]\nname = \"tests_pass\"\nplugin = \"builtin:tests_pass\"\n");
+        write(&root.join("agent-ledger.toml"), config);
+        write(
+            &root.join("tests/marks.py"),
+            "import unittest\n\nlater = unittest.skip(\"later\")\n",
+        );
+        if let Some(path) = extra_file {
+            write(&root.join(path), "name: tests\n");
+        }
+    });
+    let patch = patch_of(&repo, |root| {
+        skip_through_an_alias(root);
+        edit(root);
+    });
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check("r", &["--test-cmd", runner]);
+    (out.code, repo.properties("r"))
+}
+
+// Found by the fifth review: deleting any file whose stem was the first
+// segment of a class name (`.github/workflows/tests.yml` for
+// `tests.test_retry.TestBackoff`) exempted the test as "its defining file
+// was deleted".
+#[test]
+fn deleting_a_file_that_only_shares_a_name_with_a_package_exempts_nothing() {
+    let (code, record) = scripted(
+        &scripted_runner(
+            r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap"><skipped/></testcase>"#,
+        ),
+        Some(".github/workflows/tests.yml"),
+        |root| std::fs::remove_file(root.join(".github/workflows/tests.yml")).unwrap(),
+    );
+    assert_eq!(code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "tests_pass",
+        "",
+        "tests.test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
+    );
+}
+
+// Found by the fifth review: a skip written as an attribute, not as a
+// `<skipped/>` element, read as a pass.
+#[test]
+fn a_skip_written_as_an_attribute_is_a_skip() {
+    for skip in [
+        r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap" status="skipped"/>"#,
+        r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap" skipped="true"/>"#,
+        r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap" result="Skipped"/>"#,
+    ] {
+        let (code, record) = scripted(&scripted_runner(skip), None, |_| {});
+        assert_eq!(code, 4, "{skip}: {record:#}");
+        assert_miss(
+            &record,
+            "tests_pass",
+            "",
+            "tests.test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
+        );
+    }
 }

@@ -538,19 +538,91 @@ fn nix_is_root() -> bool {
 }
 
 /// Runs `hog` (which claims a pass once it holds its memory) under
-/// `--test-memory 200`: the host must stop it and the trial is not
-/// `review`.
+/// `--test-memory 200` and `extra`: the host must stop it (`why`) and the
+/// trial is not `review`.
 #[track_caller]
-fn stopped_for_memory(hog: &str) {
+fn stopped_for(hog: &str, why: &str, extra: &[&str]) -> serde_json::Value {
     let trial = Trial::new();
-    let (code, stderr) = trial.check(&format!("{hog}; {PASS}"), &["--test-memory", "200"]);
+    let (code, stderr) = trial.check(
+        &format!("{hog} && {PASS}"),
+        &[&["--test-memory", "200"], extra].concat(),
+    );
     assert_eq!(code, 4, "not reject: {stderr}");
     let record = trial.repo.properties("r");
-    assert_eq!(record["test_run"]["stopped"], "memory_cap", "{record:#}");
-    assert_eq!(record["test_run"]["baseline"]["stopped"], "memory_cap");
+    assert_eq!(record["test_run"]["stopped"], why, "{record:#}");
     let p = outcome(&record, "test_command");
     assert_eq!(p["outcome"], "error");
-    assert!(p["error"].as_str().unwrap().contains("memory_cap"), "{p:#}");
+    assert!(p["error"].as_str().unwrap().contains(why), "{p:#}");
+    record
+}
+
+#[track_caller]
+fn stopped_for_memory(hog: &str) {
+    let record = stopped_for(hog, "memory_cap", &[]);
+    assert_eq!(record["test_run"]["baseline"]["stopped"], "memory_cap");
+}
+
+/// Holds 300 MiB in a Python process through `how` (a statement using
+/// `n`, the byte count, and `os`/`mmap`), then sleeps.
+fn python_hog(how: &str) -> String {
+    format!("python3 -c \"import mmap, os, time; n = 300 << 20; {how}; time.sleep(10)\"")
+}
+
+// Found by the fifth review: memory the kernel keeps as shared memory, or
+// in a namespace of the command's own making, was not counted.
+#[test]
+fn a_memfd_that_is_written_and_never_mapped_counts_towards_the_cap() {
+    stopped_for(
+        &python_hog("fd = os.memfd_create('hoard'); os.write(fd, b'x' * n)"),
+        "memory_cap",
+        &["--no-test-baseline"],
+    );
+}
+
+#[test]
+fn shared_anonymous_memory_counts_towards_the_cap() {
+    stopped_for(
+        &python_hog("m = mmap.mmap(-1, n); m.write(b'x' * n)"),
+        "memory_cap",
+        &["--no-test-baseline"],
+    );
+}
+
+#[test]
+fn memory_in_a_nested_pid_namespace_counts_towards_the_cap() {
+    stopped_for(
+        &format!("unshare -Urpf {}", python_hog("b = b'x' * n")),
+        "memory_cap",
+        &["--no-test-baseline"],
+    );
+}
+
+#[test]
+fn a_tmpfs_the_command_mounts_itself_counts_towards_the_cap() {
+    stopped_for(
+        "mkdir -p /tmp/mnt && unshare -Urm sh -c 'mount -t tmpfs none /tmp/mnt && head -c 314572800 /dev/zero > /tmp/mnt/hoard && sleep 10'",
+        "memory_cap",
+        &["--no-test-baseline"],
+    );
+}
+
+#[test]
+fn threads_count_towards_the_process_cap() {
+    // 100 threads under a cap of 32: thread creation fails (no report is
+    // written) or, as root, the host stops the command.
+    let trial = Trial::new();
+    let hog = "python3 -c \"import threading, time; [threading.Thread(target=time.sleep, args=(10,)).start() for _ in range(100)]\"";
+    let (code, stderr) = trial.check(
+        &format!("{hog} && {PASS}"),
+        &["--no-test-baseline", "--test-max-procs", "32"],
+    );
+    assert_eq!(code, 4, "not reject: {stderr}");
+    let record = trial.repo.properties("r");
+    if nix_is_root() {
+        assert_eq!(record["test_run"]["stopped"], "process_cap", "{record:#}");
+    } else {
+        assert!(record["junit"].is_null(), "{record:#}");
+    }
 }
 
 #[test]

@@ -585,6 +585,7 @@ impl TestArgs {
                 junit: None,
                 test_run: None,
                 base_junit: None,
+                test_command: None,
                 network: Some(crate::netns::status()),
             },
             &trees,

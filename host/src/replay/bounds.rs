@@ -21,11 +21,39 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// Paths no patch may touch.
+/// The files of the base tree a test command names (`python3
+/// run_tests.py`, `bash scripts/test.sh`, `pytest -c pytest.ini`): its
+/// runner, which writes the report `tests_pass` judges, so a patch that
+/// changes it could make the report claim anything. Words are split on
+/// white space, quotes trimmed; a word counts when it is a relative path
+/// without `..` naming a regular file in `base` that is not a test file
+/// (`tests`, the test globs: those the test properties judge, and a
+/// patch may change them).
+pub(super) fn runner_files(command: &str, base: &Path, tests: &[String]) -> Result<Vec<String>> {
+    let tests = glob_set(tests, "test glob")?;
+    Ok(command
+        .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
+        .map(|w| w.strip_prefix("./").unwrap_or(w))
+        .filter(|w| !w.is_empty() && !w.starts_with('-') && !w.contains('='))
+        .filter(|w| {
+            let p = Path::new(w);
+            p.is_relative()
+                && p.components().all(|c| matches!(c, Component::Normal(_)))
+                && !tests.is_match(p)
+                && std::fs::symlink_metadata(base.join(p)).is_ok_and(|m| m.is_file())
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+/// Paths no patch may touch; `runners`: the test command's own files
+/// ([`runner_files`]), taken literally.
 pub(super) fn protected(
     loaded: &config::Loaded,
     repo: &Repo,
     ledger_root: &Path,
+    runners: &[String],
 ) -> Result<GlobSet> {
     let c = &loaded.config;
     let mut patterns = vec![
@@ -38,6 +66,7 @@ pub(super) fn protected(
         c.ledger.clone(),
     ];
     patterns.extend(c.protect.paths.iter().cloned());
+    patterns.extend(runners.iter().map(|r| globset::escape(r)));
     if let Some(rel) = crate::paths::relative_to(&repo.root, ledger_root)
         && !rel.as_os_str().is_empty()
     {
@@ -76,14 +105,28 @@ fn glob_set(patterns: &[String], what: &str) -> Result<GlobSet> {
 }
 
 /// Header paths that leave the tree or touch protected paths.
+/// The most components a path the patch writes may have. Every walk of a
+/// trial tree (copies, the lock scan, the symlink bounds, removal) holds a
+/// descriptor or more per level, so a patch of 1500 nested directories
+/// made `check` fail with "too many open files" instead of judging it.
+pub const MAX_DEPTH: usize = 100;
+
 pub(super) fn before_apply(patch: &[u8], strip: u32, protected: &GlobSet) -> Vec<Finding> {
     let mut findings = Vec::new();
     for raw in crate::diff::header_paths(patch, strip) {
         let path = String::from_utf8_lossy(&raw).into_owned();
+        let depth = raw.split(|&b| b == b'/').count();
         if escapes(&raw) {
             findings.push(finding(
                 &path,
                 "path escapes the repository (absolute, `..` or `.git`)",
+            ));
+        } else if depth > MAX_DEPTH {
+            findings.push(finding(
+                &path,
+                &format!(
+                    "path is {depth} components deep, past the {MAX_DEPTH} a trial tree may have (every walk of the tree holds a descriptor per level)"
+                ),
             ));
         } else if protected.is_match(&path) {
             findings.push(finding(&path, "patch touches a protected path"));
@@ -306,6 +349,35 @@ fn escapes(path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_files_a_test_command_runs_are_its_runner_unless_they_are_tests() {
+        let base = tempfile::tempdir().unwrap();
+        for f in [
+            "run_tests.py",
+            "pytest.ini",
+            "scripts/t.sh",
+            "tests/test_x.py",
+            "make",
+        ] {
+            let p = base.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let globs = ["tests/**".to_string()];
+        let runners = |cmd: &str| runner_files(cmd, base.path(), &globs).unwrap();
+        assert_eq!(runners("python3 run_tests.py"), ["run_tests.py"]);
+        assert_eq!(runners("pytest -c 'pytest.ini' tests/"), ["pytest.ini"]);
+        assert_eq!(runners("pytest tests/test_x.py"), Vec::<String>::new());
+        assert_eq!(
+            runners("FOO=1 ./scripts/t.sh&&make"),
+            ["scripts/t.sh", "make"]
+        );
+        assert_eq!(
+            runners("sh ../run_tests.py /tmp/run_tests.py --x=run_tests.py"),
+            Vec::<String>::new()
+        );
+    }
 
     /// A tree of links, `(path, target)`, beside a file `f` and a dir `d`.
     fn tree(links: &[(&str, &str)]) -> (tempfile::TempDir, Dir) {

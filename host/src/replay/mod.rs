@@ -88,6 +88,8 @@ pub struct Replay<'a> {
     pub test_run: Option<TestRun>,
     /// The report the test command wrote on the base revision.
     pub base_junit: Option<(StoredFile, Vec<u8>)>,
+    /// The test command, whose own files in the tree are protected.
+    pub test_command: Option<&'a str>,
     /// The replaying process's network (`netns::status`), or, re-running an
     /// archived replay, the one on record: where the auditor's process runs
     /// is not part of the judgement.
@@ -125,6 +127,7 @@ impl<'a> Replay<'a> {
             junit,
             test_run,
             base_junit,
+            test_command: self.test_command,
             network: self.network.clone(),
         }
     }
@@ -308,7 +311,7 @@ impl Session<'_, '_> {
         write_file(&patch_file, spec.patch)?;
         write_file(
             &inputs.join("transcript.json"),
-            &read_bytes(&spec.transcript.path)?,
+            &crate::ledger::to_bytes(&unseen::transcript_view(&spec.transcript.record, None)),
         )?;
         write_file(&inputs.join("lock.json"), &read_bytes(&spec.lock.path)?)?;
         let mut present = Present::default();
@@ -352,7 +355,11 @@ impl Session<'_, '_> {
             ("strip".into(), spec.transcript.record.strip.to_string()),
         ]);
 
-        let protected = bounds::protected(spec.config, spec.repo, spec.ledger_root)?;
+        let runners = match spec.test_command {
+            Some(c) => bounds::runner_files(c, &base_tree.tree, &spec.config.config.tests.globs)?,
+            None => Vec::new(),
+        };
+        let protected = bounds::protected(spec.config, spec.repo, spec.ledger_root, &runners)?;
         let strip = spec.transcript.record.strip;
         let mut findings = bounds::before_apply(spec.patch, strip, &protected);
         let patched = base_tree.link_copy(&tmp.path().join("patched"))?;

@@ -31,7 +31,8 @@ pub(super) struct Scene<'a> {
 
 impl Session<'_, '_> {
     /// The self-test's own `/inputs`: the trial's, with `patch.diff` the
-    /// known-bad patch and `transcript.json` a view whose `body` names it, so
+    /// known-bad patch and `transcript.json` a view whose `body` names it
+    /// (and whose strip level is the one the self-test applies with), so
     /// a plugin comparing its inputs with the patch it is handed cannot tell
     /// the self-test from the trial.
     fn inputs_for(&self, known_bad: &[u8], trial_inputs: &Path, dir: &Path) -> Result<PathBuf> {
@@ -42,9 +43,7 @@ impl Session<'_, '_> {
             std::fs::copy(entry.path(), &to).map_err(|e| Error::write(&to, e))?;
         }
         write_file(&dir.join("patch.diff"), known_bad)?;
-        let mut view = self.spec.transcript.record.clone();
-        view.body.sha256 = crate::digest::sha256_hex(known_bad);
-        view.body.bytes = known_bad.len() as u64;
+        let view = super::unseen::transcript_view(&self.spec.transcript.record, Some(known_bad));
         write_file(
             &dir.join("transcript.json"),
             &crate::ledger::to_bytes(&view),

@@ -67,6 +67,8 @@ pub const SANDBOX_ID: u32 = 1000;
 const TMPFS_SIZE: &str = "size=1g";
 /// How often the host looks at the command while it runs.
 const POLL: Duration = Duration::from_millis(20);
+/// Open descriptors per process of the test command.
+const TEST_NOFILE: u64 = 4096;
 /// How often (in polls) the host adds up the command's memory.
 const MEMORY_EVERY: u32 = 5;
 
@@ -481,6 +483,9 @@ impl Jail<'_> {
     ) -> Result<Ran> {
         let mut c = self.container()?;
         c.setrlimit(hakoniwa::Rlimit::Nproc, test.max_procs, test.max_procs);
+        // agent-ledger raises its own descriptor limit; the command gets a
+        // usual one, not the hard limit.
+        c.setrlimit(hakoniwa::Rlimit::Nofile, TEST_NOFILE, TEST_NOFILE);
         let mut cmd = c.command("/bin/sh");
         cmd.args(["-c", command])
             .current_dir(self.tree)
@@ -507,10 +512,7 @@ impl Jail<'_> {
         );
         let mut stopped = None;
         let deadline = Instant::now() + test.timeout;
-        let mut members = Members::Namespace {
-            parent: child.id(),
-            ns: None,
-        };
+        let mut members = Members::of(child.id(), false);
         let mut polls = 0u32;
         let status = loop {
             let status = child
@@ -630,7 +632,7 @@ fn run_unsandboxed(
     );
     let mut stopped = None;
     let deadline = Instant::now() + test.timeout;
-    let mut members = Members::Group(child.id());
+    let mut members = Members::of(child.id(), true);
     let mut polls = 0u32;
     let status = loop {
         if let Some(status) = child
@@ -663,111 +665,169 @@ fn run_unsandboxed(
     })
 }
 
-/// The processes of one test command, whose memory the host adds up.
-enum Members {
-    /// Every process in the PID namespace the sandbox's first process
-    /// (`parent`, outside it) made for its children; `ns` once known.
-    Namespace { parent: u32, ns: Option<u64> },
-    /// Every process in this process group (without a sandbox).
-    Group(u32),
+/// The processes of one test command: every descendant of the process the
+/// host started (the sandbox's first process, outside its PID namespace, or
+/// the unsandboxed shell), however deep (nested namespaces, new sessions
+/// and orphans all stay below it: an orphan is reaped by the sandbox's own
+/// init). The host adds up their tasks and memory.
+struct Members {
+    root: u32,
+    /// Whether `root` itself is the command (unsandboxed) rather than the
+    /// sandbox's helper.
+    counts_root: bool,
+    /// The devices of this process's own tmpfs mounts: a sandbox sees
+    /// those the host has below the directories it binds, and they are not
+    /// the command's.
+    host_tmpfs: std::collections::BTreeSet<String>,
 }
 
 impl Members {
-    /// Why the command must stop, if it must: more processes than
-    /// `--test-max-procs` (the kernel stops forks past it already, except
-    /// for uid 0, to which it never applies `RLIMIT_NPROC`), or, when
-    /// `memory` is set, more memory than `--test-memory`.
+    fn of(root: u32, counts_root: bool) -> Members {
+        let mut host_tmpfs = std::collections::BTreeSet::new();
+        if let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") {
+            host_tmpfs.extend(tmpfs_mounts(&info).into_iter().map(|(dev, _)| dev));
+        }
+        Members {
+            root,
+            counts_root,
+            host_tmpfs,
+        }
+    }
+
+    /// Why the command must stop, if it must: more processes and threads
+    /// than `--test-max-procs` (the kernel stops forks past it already,
+    /// except for uid 0, to which it never applies `RLIMIT_NPROC`), or,
+    /// when `memory` is set, more memory than `--test-memory`.
     fn over(&mut self, test: &TestCommand, memory: bool) -> Option<&'static str> {
-        let (processes, bytes) = self.usage(memory);
+        let (tasks, bytes) = self.usage(memory);
         if bytes > test.memory {
             Some(STOPPED_MEMORY)
-        } else if processes > test.max_procs {
+        } else if tasks > test.max_procs {
             Some(STOPPED_PROCESSES)
         } else {
             None
         }
     }
 
-    /// How many members there are and, when `memory` is set, their
-    /// anonymous resident memory (file pages can be dropped by the kernel;
-    /// shared memory is counted in the tmpfs that holds it) plus what the
-    /// sandbox keeps in its private `/tmp` and `/dev/shm`, in bytes. A
-    /// process that ends while it is read is skipped.
+    /// How many tasks (processes and threads) the members run and, when
+    /// `memory` is set, what memory they hold, in bytes: each one's
+    /// anonymous and shared resident memory (file pages can be dropped by
+    /// the kernel), every memfd they hold open (counted once, mapped or
+    /// not), and what every tmpfs mounted in their mount namespaces holds
+    /// (the private `/tmp` and `/dev/shm`, and any a nested namespace
+    /// mounts; each counted once). A process that ends while it is read is
+    /// skipped.
     fn usage(&mut self, memory: bool) -> (u64, u64) {
-        use std::os::unix::fs::MetadataExt;
-        if let Members::Namespace {
-            parent,
-            ns: ns @ None,
-        } = self
-        {
-            let ino = |p: &str| std::fs::metadata(p).map(|m| m.ino()).ok();
-            let own = ino("/proc/self/ns/pid");
-            let theirs = ino(&format!("/proc/{parent}/ns/pid_for_children"));
-            // Until the sandbox has made its namespace, `pid_for_children`
-            // is still ours: never add up this process's namespace.
-            if theirs.is_some() && theirs != own {
-                *ns = theirs;
+        let mut tasks = 0u64;
+        let mut bytes = 0u64;
+        let mut seen_files = std::collections::BTreeSet::new();
+        let mut seen_mount_ns = std::collections::BTreeSet::new();
+        let mut seen_fs = self.host_tmpfs.clone();
+        let mut queue = vec![self.root];
+        let mut visited = std::collections::BTreeSet::new();
+        while let Some(pid) = queue.pop() {
+            if !visited.insert(pid) {
+                continue;
             }
-        }
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return (0, 0);
-        };
-        let mut total = 0u64;
-        let mut processes = 0u64;
-        let mut tmpfs_seen = false;
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            else {
+            let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
                 continue;
             };
-            let member = match self {
-                Members::Namespace { ns: None, .. } => false,
-                Members::Namespace { ns: Some(ns), .. } => {
-                    std::fs::metadata(format!("/proc/{pid}/ns/pid")).is_ok_and(|m| m.ino() == *ns)
+            let member = pid != self.root || self.counts_root;
+            for thread in threads.flatten() {
+                if member {
+                    tasks += 1;
                 }
-                Members::Group(group) => process_group(pid) == Some(*group),
-            };
-            if !member {
+                let children = thread.path().join("children");
+                if let Ok(list) = std::fs::read_to_string(children) {
+                    queue.extend(
+                        list.split_whitespace()
+                            .filter_map(|c| c.parse::<u32>().ok()),
+                    );
+                }
+            }
+            if !member || !memory {
                 continue;
             }
-            processes += 1;
-            if !memory {
-                continue;
-            }
-            total = total.saturating_add(anonymous_memory(pid));
-            if !tmpfs_seen && matches!(self, Members::Namespace { .. }) {
-                tmpfs_seen = true;
-                for dir in ["tmp", "dev/shm"] {
-                    total = total.saturating_add(used_bytes(&format!("/proc/{pid}/root/{dir}")));
-                }
+            bytes = bytes.saturating_add(resident_memory(pid));
+            bytes = bytes.saturating_add(memfd_bytes(pid, &mut seen_files));
+            use std::os::unix::fs::MetadataExt;
+            if let Ok(ns) = std::fs::metadata(format!("/proc/{pid}/ns/mnt")).map(|m| m.ino())
+                && seen_mount_ns.insert(ns)
+            {
+                bytes = bytes.saturating_add(tmpfs_bytes(pid, &mut seen_fs));
             }
         }
-        (processes, total)
+        (tasks, bytes)
     }
 }
 
-/// `RssAnon` of `/proc/PID/status`, in bytes (0 when it cannot be read).
-fn anonymous_memory(pid: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|line| {
-                let kb = line.strip_prefix("RssAnon:")?.trim().strip_suffix("kB")?;
-                kb.trim().parse::<u64>().ok()
-            })
+/// `RssAnon` and `RssShmem` of `/proc/PID/status`, in bytes (0 when it
+/// cannot be read).
+fn resident_memory(pid: u32) -> u64 {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return 0;
+    };
+    status
+        .lines()
+        .filter_map(|line| {
+            let rest = line
+                .strip_prefix("RssAnon:")
+                .or_else(|| line.strip_prefix("RssShmem:"))?;
+            rest.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()
         })
-        .map_or(0, |kb| kb.saturating_mul(1024))
+        .fold(0u64, |sum, kb| sum.saturating_add(kb.saturating_mul(1024)))
 }
 
-/// The process group of `pid` (field 5 of `/proc/PID/stat`, after the
-/// command name, which may hold spaces and parentheses).
-fn process_group(pid: &str) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(2)?.parse().ok()
+/// The bytes of every memfd `pid` holds open and no other member was seen
+/// holding (`seen`: device and inode).
+fn memfd_bytes(pid: u32, seen: &mut std::collections::BTreeSet<(u64, u64)>) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    let mut total = 0u64;
+    for fd in fds.flatten() {
+        let is_memfd = std::fs::read_link(fd.path())
+            .is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"/memfd:"));
+        if !is_memfd {
+            continue;
+        }
+        if let Ok(m) = std::fs::metadata(fd.path())
+            && seen.insert((m.dev(), m.ino()))
+        {
+            total = total.saturating_add(m.blocks().saturating_mul(512));
+        }
+    }
+    total
+}
+
+/// The tmpfs mounts of a mountinfo text: (device, mount point).
+fn tmpfs_mounts(info: &str) -> Vec<(String, String)> {
+    info.lines()
+        .filter_map(|line| {
+            // `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS... - FSTYPE SOURCE SUPER`
+            let fields: Vec<&str> = line.split(' ').collect();
+            let dash = fields.iter().position(|f| *f == "-")?;
+            (fields.get(dash + 1) == Some(&"tmpfs"))
+                .then(|| Some((fields.get(2)?.to_string(), unescape_mount(fields.get(4)?))))
+                .flatten()
+        })
+        .collect()
+}
+
+/// What every tmpfs mounted in `pid`'s mount namespace holds, each
+/// filesystem (`seen`: its device) counted once.
+fn tmpfs_bytes(pid: u32, seen: &mut std::collections::BTreeSet<String>) -> u64 {
+    let Ok(info) = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")) else {
+        return 0;
+    };
+    let mut total = 0u64;
+    for (dev, point) in tmpfs_mounts(&info) {
+        if seen.insert(dev) {
+            total = total.saturating_add(used_bytes(&format!("/proc/{pid}/root{point}")));
+        }
+    }
+    total
 }
 
 /// The bytes in use on the filesystem at `path` (a sandbox's tmpfs).

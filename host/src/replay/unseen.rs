@@ -8,7 +8,7 @@
 
 use crate::config::PropertyConfig;
 use crate::exit::{Error, Result};
-use crate::record::FixtureLock;
+use crate::record::{FixtureLock, TranscriptReceipt};
 use std::path::{Component, Path, PathBuf};
 
 /// The repository-relative paths of the properties' known-bad patches that
@@ -20,10 +20,11 @@ pub(super) fn known_bad_paths(props: &[PropertyConfig]) -> Vec<PathBuf> {
         .map(Path::new)
         .filter(|p| p.is_relative())
         .filter_map(|p| {
-            // Only plain components: anything else names no file of the
-            // base revision (the artifact read refuses it).
+            // `.` components are dropped (git reads `rev:./path` as
+            // `rev:path`); a path with `..` names no file plugins see.
             let parts: Option<Vec<_>> = p
                 .components()
+                .filter(|c| *c != Component::CurDir)
                 .map(|c| match c {
                     Component::Normal(n) => Some(n),
                     _ => None,
@@ -75,6 +76,31 @@ pub(super) fn hide(tree: &Path, paths: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// The transcript receipt as plugins see it (`/inputs/transcript.json`), in
+/// every run: without what describes the response rather than the patch
+/// (the response file, declared length, request id, token usage and HTTP
+/// exchange), which a self-test could not make agree with its known-bad
+/// patch. `known_bad`: the view a self-test on that patch shows, whose body
+/// is the known-bad patch, applied at strip level 1 as the self-test
+/// applies it.
+pub(super) fn transcript_view(
+    receipt: &TranscriptReceipt,
+    known_bad: Option<&[u8]>,
+) -> TranscriptReceipt {
+    let mut view = receipt.clone();
+    view.response = None;
+    view.declared_bytes = None;
+    view.request_id = None;
+    view.usage = None;
+    view.http = None;
+    if let Some(patch) = known_bad {
+        view.body.sha256 = crate::digest::sha256_hex(patch);
+        view.body.bytes = patch.len() as u64;
+        view.strip = 1;
+    }
+    view
+}
+
 /// The fixture lock as plugins see it: without entries for `paths`, its
 /// count and `dir_hash` made again from what is left.
 pub(super) fn lock_view(lock: &FixtureLock, paths: &[PathBuf]) -> Option<FixtureLock> {
@@ -109,6 +135,7 @@ mod tests {
     fn only_plain_relative_known_bad_paths_are_hidden() {
         let props = [
             prop(Some("oracles/known-bad/a.diff")),
+            prop(Some("./oracles/./known-bad/a.diff")),
             prop(Some("/etc/outside.diff")),
             prop(Some("../up.diff")),
             prop(None),

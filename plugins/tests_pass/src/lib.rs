@@ -31,13 +31,27 @@ const MAX_NOT_RUN: usize = 50;
 /// directories and file stem (before its first `.`) end with a leading run
 /// of the class name's dotted segments.
 fn could_define(classname: &str, path: &str) -> bool {
+    defines(classname, path, false)
+}
+
+/// [`could_define`], and the run reaches the module: at most one segment
+/// (the class) of the class name is left after it. `tests.test_retry.T`
+/// is defined by `tests/test_retry.py`, never by `ci/tests.yml`.
+fn surely_defines(classname: &str, path: &str) -> bool {
+    defines(classname, path, true)
+}
+
+fn defines(classname: &str, path: &str, whole: bool) -> bool {
     let mut segments: Vec<&str> = path.split('/').collect();
     if let Some(last) = segments.last_mut() {
         *last = last.split('.').next().unwrap_or("");
     }
     let class: Vec<&str> = classname.split(['.', '/', ':']).collect();
-    (1..=segments.len().min(class.len()))
-        .any(|k| segments[segments.len() - k..] == class[..k] && !class[k - 1].is_empty())
+    (1..=segments.len().min(class.len())).any(|k| {
+        segments[segments.len() - k..] == class[..k]
+            && !class[k - 1].is_empty()
+            && (!whole || class.len() - k <= 1)
+    })
 }
 
 /// The first path the patch changes that defines the test `classname` (or
@@ -55,12 +69,13 @@ fn changed_definition<'a>(
 }
 
 /// Whether the patch deletes the file that defines `classname` (or is its
-/// JUnit `file`).
+/// JUnit `file`): only a file that surely defines it, since deleting any
+/// file this names exempts the test.
 fn deleted_definition(trial: &Trial, classname: &str, file: Option<&str>) -> bool {
     trial.changes.iter().any(|c| {
         c.kind == ChangeKind::Deleted
             && (Some(c.path.as_str()) == file
-                || (!classname.is_empty() && could_define(classname, &c.path)))
+                || (!classname.is_empty() && surely_defines(classname, &c.path)))
     })
 }
 
@@ -78,6 +93,35 @@ struct Case<'a> {
     classname: &'a str,
     file: Option<&'a str>,
     fate: Fate,
+    /// Why it failed: its `<failure>`/`<error>` message, else the element's
+    /// or status attribute's name.
+    message: &'a str,
+}
+
+/// A status given as an attribute (`status`, `result`, `outcome`) rather
+/// than as a child element, as some writers do: a failure or a skip all
+/// the same, never a pass by default.
+fn attribute_fate<'a>(case: roxmltree::Node<'a, '_>) -> Option<(Fate, &'a str)> {
+    let skipped_flag = case
+        .attribute("skipped")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if skipped_flag {
+        return Some((Fate::Skipped, "skipped"));
+    }
+    ["status", "result", "outcome"].iter().find_map(|name| {
+        let value = case.attribute(*name)?;
+        let lower = value.to_ascii_lowercase();
+        match lower.as_str() {
+            "fail" | "failed" | "failure" | "error" | "errored" | "broken" | "timeout" => {
+                Some((Fate::Failed, value))
+            }
+            "skip" | "skipped" | "disabled" | "ignored" | "notrun" | "not_run" | "pending"
+            | "todo" | "xfail" | "xfailed" | "notexecuted" | "inconclusive" => {
+                Some((Fate::Skipped, value))
+            }
+            _ => None,
+        }
+    })
 }
 
 /// Every test case of a parsed JUnit report.
@@ -86,19 +130,25 @@ fn cases<'a>(doc: &'a roxmltree::Document<'a>) -> Vec<Case<'a>> {
         .filter(|n| n.has_tag_name("testcase"))
         .map(|case| {
             let classname = case.attribute("classname").unwrap_or("");
-            let failed = case
+            let failure = case
                 .children()
-                .any(|c| c.has_tag_name("failure") || c.has_tag_name("error"));
+                .find(|c| c.has_tag_name("failure") || c.has_tag_name("error"));
             let skipped = case.children().any(|c| c.has_tag_name("skipped"));
+            let (fate, message) = match (failure, skipped, attribute_fate(case)) {
+                (Some(f), _, _) => (
+                    Fate::Failed,
+                    f.attribute("message").unwrap_or(f.tag_name().name()),
+                ),
+                (None, _, Some((Fate::Failed, status))) => (Fate::Failed, status),
+                (None, true, _) | (None, false, Some((Fate::Skipped, _))) => (Fate::Skipped, ""),
+                _ => (Fate::Passed, ""),
+            };
             Case {
                 id: format!("{classname}::{}", case.attribute("name").unwrap_or("")),
                 classname,
                 file: case.attribute("file"),
-                fate: match (failed, skipped) {
-                    (true, _) => Fate::Failed,
-                    (false, true) => Fate::Skipped,
-                    (false, false) => Fate::Passed,
-                },
+                fate,
+                message,
             }
         })
         .collect()
@@ -120,24 +170,48 @@ fn finding_path(file: Option<&str>) -> &str {
         .unwrap_or("")
 }
 
-/// Tests that passed on the base revision and did not run after the patch.
-fn stopped_running(trial: &Trial, base: &[Case<'_>], after: &[Case<'_>]) -> Vec<Finding> {
-    let mut fate_after: BTreeMap<&str, Fate> = BTreeMap::new();
-    for c in after {
-        let best = fate_after.entry(c.id.as_str()).or_insert(c.fate);
-        *best = (*best).max(c.fate);
+/// How many times each test id ran and was skipped in one report.
+fn tally<'a>(cases: &'a [Case<'a>]) -> BTreeMap<&'a str, (usize, usize, usize)> {
+    let mut out: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
+    for c in cases {
+        let (passed, ran, skipped) = out.entry(c.id.as_str()).or_default();
+        match c.fate {
+            Fate::Passed => {
+                *passed += 1;
+                *ran += 1;
+            }
+            Fate::Failed => *ran += 1,
+            Fate::Skipped => *skipped += 1,
+        }
     }
+    out
+}
+
+/// Tests that passed on the base revision and did not run after the patch.
+/// Counted per id, so that a second test given the same id (the report is
+/// written by code the patch controls) cannot stand in for a skipped one:
+/// an id that passed on the base is stopped when it is skipped more often,
+/// or runs fewer times, than there.
+fn stopped_running(trial: &Trial, base: &[Case<'_>], after: &[Case<'_>]) -> Vec<Finding> {
+    let (base_tally, after_tally) = (tally(base), tally(after));
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     let mut more = 0usize;
-    for c in base.iter().filter(|c| c.fate == Fate::Passed) {
+    for c in base {
         if !seen.insert(c.id.as_str()) {
             continue;
         }
-        let why = match fate_after.get(c.id.as_str()) {
-            Some(Fate::Passed | Fate::Failed) => continue,
-            Some(Fate::Skipped) => "is skipped after the patch",
-            None => "is not in the report after the patch",
+        let (passed, _, base_skipped) = base_tally[c.id.as_str()];
+        if passed == 0 {
+            continue;
+        }
+        let (_, ran, skipped) = after_tally.get(c.id.as_str()).copied().unwrap_or_default();
+        let why = if skipped > base_skipped {
+            "is skipped after the patch"
+        } else if ran < passed {
+            "is not in the report after the patch"
+        } else {
+            continue;
         };
         if deleted_definition(trial, c.classname, c.file) {
             continue;
@@ -191,26 +265,18 @@ impl Guest for TestsPass {
             .collect();
         let mut ran = 0;
         let mut findings: Vec<Finding> = Vec::new();
-        for case in doc.descendants().filter(|n| n.has_tag_name("testcase")) {
-            let id = format!(
-                "{}::{}",
-                case.attribute("classname").unwrap_or(""),
-                case.attribute("name").unwrap_or("")
-            );
-            let failure = case
-                .children()
-                .find(|c| c.has_tag_name("failure") || c.has_tag_name("error"));
-            if case.children().any(|c| c.has_tag_name("skipped")) && failure.is_none() {
+        let after = cases(&doc);
+        for case in &after {
+            if case.fate == Fate::Skipped {
                 continue;
             }
             ran += 1;
-            if let Some(f) = failure {
-                let what = f.attribute("message").unwrap_or(f.tag_name().name());
-                let path = finding_path(case.attribute("file"));
+            if case.fate == Fate::Failed {
+                let (id, what) = (&case.id, case.message);
+                let path = finding_path(case.file);
                 let mut item = finding(path, None, format!("{id} failed: {what}"));
                 if frozen.contains(&id.as_str()) {
-                    let classname = case.attribute("classname").unwrap_or("");
-                    match changed_definition(&trial, classname, case.attribute("file")) {
+                    match changed_definition(&trial, case.classname, case.file) {
                         Some(defined) => {
                             item.message = format!(
                                 "{id} failed: {what} (frozen, but counted: the patch changes `{defined}`, which defines it, and a freeze covers the test as observed, not as a patch rewrote it)"
@@ -232,7 +298,7 @@ impl Guest for TestsPass {
         match std::fs::read_to_string("/inputs/base-junit.xml") {
             Ok(base_text) => {
                 let base = parse(&base_text, "the base revision's test report")?;
-                findings.extend(stopped_running(&trial, &cases(&base), &cases(&doc)));
+                findings.extend(stopped_running(&trial, &cases(&base), &after));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("cannot read the base revision's test report: {e}")),
@@ -274,5 +340,30 @@ mod tests {
             "src/test/java/com/y/FooTest.java"
         ));
         assert!(!could_define("", "tests/test_queue.py"));
+    }
+
+    #[test]
+    fn only_the_module_surely_defines_a_class() {
+        use super::surely_defines;
+        assert!(surely_defines(
+            "tests.test_retry.TestBackoff",
+            "tests/test_retry.py"
+        ));
+        assert!(surely_defines("tests.test_retry", "tests/test_retry.py"));
+        assert!(surely_defines(
+            "com.x.FooTest",
+            "src/test/java/com/x/FooTest.java"
+        ));
+        // A file whose stem is the first segment only (round 5's deletion
+        // of `.github/workflows/tests.yml`) merely could.
+        assert!(could_define(
+            "tests.test_retry.TestBackoff",
+            ".github/workflows/tests.yml"
+        ));
+        assert!(!surely_defines(
+            "tests.test_retry.TestBackoff",
+            ".github/workflows/tests.yml"
+        ));
+        assert!(!surely_defines("tests.test_retry.TestBackoff", "tests.py"));
     }
 }
