@@ -322,3 +322,24 @@ fn a_skip_written_as_an_attribute_is_a_skip() {
         );
     }
 }
+
+// Round 2 of the fifth review: a deleted file that shares the module's
+// path outside the test globs (`docs/tests/test_retry.rst`) still
+// exempted the test.
+#[test]
+fn deleting_a_document_named_like_a_test_module_exempts_nothing() {
+    let (code, record) = scripted(
+        &scripted_runner(
+            r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap"><skipped/></testcase>"#,
+        ),
+        Some("docs/tests/test_retry.rst"),
+        |root| std::fs::remove_file(root.join("docs/tests/test_retry.rst")).unwrap(),
+    );
+    assert_eq!(code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "tests_pass",
+        "",
+        "tests.test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
+    );
+}

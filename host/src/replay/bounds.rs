@@ -21,30 +21,174 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// The files of the base tree a test command names (`python3
-/// run_tests.py`, `bash scripts/test.sh`, `pytest -c pytest.ini`): its
-/// runner, which writes the report `tests_pass` judges, so a patch that
-/// changes it could make the report claim anything. Words are split on
-/// white space, quotes trimmed; a word counts when it is a relative path
-/// without `..` naming a regular file in `base` that is not a test file
-/// (`tests`, the test globs: those the test properties judge, and a
-/// patch may change them).
+/// Programs that run the file named after them (their first word that is
+/// not an option).
+const INTERPRETERS: &[&str] = &[
+    "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "bash", "sh",
+    "dash", "zsh", "ksh", "fish", "ruby", "perl", "php", "lua", "Rscript", "julia", "tclsh",
+];
+
+/// Tools that read a file of a fixed name in the directory they run in.
+const TASK_FILES: &[(&str, &[&str])] = &[
+    ("make", &["GNUmakefile", "makefile", "Makefile"]),
+    ("gmake", &["GNUmakefile", "makefile", "Makefile"]),
+    ("just", &["justfile", "Justfile", ".justfile"]),
+    ("nox", &["noxfile.py"]),
+    ("invoke", &["tasks.py"]),
+    ("inv", &["tasks.py"]),
+    ("rake", &["Rakefile", "rakefile"]),
+];
+
+/// `dir/word` made plain (`.` and `..` resolved), or `None` when it leaves
+/// the tree or is absolute.
+fn inside(dir: &Path, word: &str) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in dir.join(word).components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
+/// Whether `name` is one of [`INTERPRETERS`], maybe with a version
+/// (`python3.11`).
+fn interpreter(name: &str) -> bool {
+    INTERPRETERS.iter().any(|i| {
+        name.strip_prefix(i)
+            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    })
+}
+
+/// What a segment of a test command runs, besides its program: the script
+/// after an interpreter (or `-m module`), the file a task runner reads.
+fn ran_by(name: &str, args: &[&str], cwd: &Path) -> Vec<PathBuf> {
+    let mut ran = Vec::new();
+    let mut rest = args.iter();
+    if interpreter(name) {
+        while let Some(w) = rest.next() {
+            if *w == "-m" {
+                if let Some(module) = rest.next() {
+                    let module = module.replace('.', "/");
+                    for file in [format!("{module}.py"), format!("{module}/__main__.py")] {
+                        ran.extend(inside(cwd, &file));
+                    }
+                }
+                break;
+            }
+            if !w.starts_with('-') {
+                ran.extend(inside(cwd, w));
+                break;
+            }
+        }
+    }
+    if let Some((_, files)) = TASK_FILES.iter().find(|(tool, _)| *tool == name) {
+        let mut dir = cwd.to_path_buf();
+        while let Some(w) = rest.next() {
+            match *w {
+                "-C" | "--directory" => {
+                    dir = rest.next().and_then(|d| inside(cwd, d)).unwrap_or_default();
+                }
+                "-f" | "--file" | "--makefile" | "--justfile" => {
+                    ran.extend(rest.next().and_then(|f| inside(cwd, f)));
+                }
+                _ => {}
+            }
+        }
+        for f in *files {
+            ran.extend(inside(&dir, f));
+        }
+    }
+    ran
+}
+
+/// The files of the base tree a test command runs or reads: its runner,
+/// which writes the report `tests_pass` judges, so a patch that changes it
+/// could make the report claim anything (a fifth review changed
+/// `run_tests.py` to write passes for tests it left out). Counted: the
+/// file a segment runs (`./ci/test.sh`, the script after an interpreter,
+/// `-m module` for Python), the file a task runner reads (`Makefile` for
+/// `make`, `justfile`, `noxfile.py`, `tasks.py`, `Rakefile`), and any other
+/// file the command names that is not a test file (`pytest.ini`; test
+/// files are judged by the test properties, and a patch may change them).
+/// Words are split on white space and shell operators, quotes trimmed;
+/// `cd DIR` moves where later words are read from. A symlink counts with
+/// its target in the tree.
 pub(super) fn runner_files(command: &str, base: &Path, tests: &[String]) -> Result<Vec<String>> {
     let tests = glob_set(tests, "test glob")?;
-    Ok(command
-        .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
-        .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
-        .map(|w| w.strip_prefix("./").unwrap_or(w))
-        .filter(|w| !w.is_empty() && !w.starts_with('-') && !w.contains('='))
-        .filter(|w| {
-            let p = Path::new(w);
-            p.is_relative()
-                && p.components().all(|c| matches!(c, Component::Normal(_)))
-                && !tests.is_match(p)
-                && std::fs::symlink_metadata(base.join(p)).is_ok_and(|m| m.is_file())
-        })
-        .map(str::to_string)
-        .collect())
+    let real_base = std::fs::canonicalize(base).map_err(|e| Error::read(base, e))?;
+    let mut out = std::collections::BTreeSet::new();
+    let mut protect = |path: &Path, ran: bool| {
+        let Ok(meta) = std::fs::symlink_metadata(base.join(path)) else {
+            return;
+        };
+        if !ran && tests.is_match(path) {
+            return;
+        }
+        if meta.file_type().is_symlink() {
+            out.insert(path.to_string_lossy().into_owned());
+            if let Ok(target) = std::fs::canonicalize(base.join(path))
+                && let Ok(rel) = target.strip_prefix(&real_base)
+                && target.is_file()
+            {
+                out.insert(rel.to_string_lossy().into_owned());
+            }
+        } else if meta.is_file() {
+            out.insert(path.to_string_lossy().into_owned());
+        }
+    };
+    let mut cwd = PathBuf::new();
+    for segment in command.split(['\n', ';', '&', '|', '(', ')', '`']) {
+        let words: Vec<&str> = segment
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        // Leading `NAME=value` assignments are not words of the program.
+        let start = words
+            .iter()
+            .position(|w| !w.contains('=') || w.starts_with('-'))
+            .unwrap_or(words.len());
+        let Some((&program, args)) = words[start..].split_first() else {
+            continue;
+        };
+        if program == "cd" {
+            cwd = args
+                .first()
+                .and_then(|d| inside(&cwd, d))
+                .unwrap_or_default();
+            continue;
+        }
+        let name = Path::new(program)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // A bare program name is looked up in `PATH`, not in the tree.
+        let mut ran: Vec<PathBuf> = inside(&cwd, program)
+            .filter(|_| program.contains('/'))
+            .into_iter()
+            .collect();
+        ran.extend(ran_by(&name, args, &cwd));
+        for path in &ran {
+            protect(path, true);
+        }
+        for w in args
+            .iter()
+            .filter(|w| !w.starts_with('-') && !w.contains('='))
+        {
+            if let Some(path) = inside(&cwd, w) {
+                protect(&path, false);
+            }
+        }
+    }
+    Ok(out.into_iter().collect())
 }
 
 /// Paths no patch may touch; `runners`: the test command's own files
@@ -357,8 +501,11 @@ mod tests {
             "run_tests.py",
             "pytest.ini",
             "scripts/t.sh",
+            "scripts/Makefile",
             "tests/test_x.py",
+            "tests/runner.py",
             "make",
+            "Makefile",
         ] {
             let p = base.path().join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -371,12 +518,22 @@ mod tests {
         assert_eq!(runners("pytest tests/test_x.py"), Vec::<String>::new());
         assert_eq!(
             runners("FOO=1 ./scripts/t.sh&&make"),
-            ["scripts/t.sh", "make"]
+            ["Makefile", "scripts/t.sh"]
         );
         assert_eq!(
             runners("sh ../run_tests.py /tmp/run_tests.py --x=run_tests.py"),
             Vec::<String>::new()
         );
+        // Round 2 of the fifth review: each of these left the runner open.
+        assert_eq!(runners("python3 -m run_tests"), ["run_tests.py"]);
+        assert_eq!(
+            runners("python3.11 -u tests/runner.py"),
+            ["tests/runner.py"]
+        );
+        assert_eq!(runners("cd scripts && sh t.sh"), ["scripts/t.sh"]);
+        assert_eq!(runners("make -C scripts test"), ["scripts/Makefile"]);
+        std::os::unix::fs::symlink("scripts/t.sh", base.path().join("run.sh")).unwrap();
+        assert_eq!(runners("bash run.sh"), ["run.sh", "scripts/t.sh"]);
     }
 
     /// A tree of links, `(path, target)`, beside a file `f` and a dir `d`.

@@ -24,6 +24,7 @@
 
 mod artifacts;
 mod bounds;
+mod cgroup;
 mod property;
 mod self_test;
 pub(crate) mod test_cmd;
@@ -493,6 +494,9 @@ impl Session<'_, '_> {
                 (None, None) => {
                     Some("the test command wrote no report to `$AGENT_LEDGER_JUNIT`".into())
                 }
+                (None, Some(_)) if run.exit_code.is_none() => Some(
+                    "the test command was killed by a signal before it exited: its report is not the runner's account".into(),
+                ),
                 (None, Some((_, bytes))) => failed_but_reported_green(run, bytes),
             });
         let second_spec = spec.with_report(junit, test_run, base_junit);

@@ -495,8 +495,8 @@ impl Jail<'_> {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .spawn()
+        let cgroup = super::cgroup::Cgroup::new(test.memory, test.max_procs);
+        let mut child = in_cgroup(cgroup.as_ref(), || cmd.spawn())?
             .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
         let pumps = Pumps::start(
             test.output_cap,
@@ -537,6 +537,9 @@ impl Jail<'_> {
             std::thread::sleep(POLL);
         };
         let completion_ids = pumps.finish();
+        if stopped.is_none() && cgroup.as_ref().is_some_and(|c| c.oom_killed()) {
+            stopped = Some(STOPPED_MEMORY);
+        }
         if stopped.is_none() && status.exit_code.is_none() && status.code == 125 {
             return Err(Error::Internal(format!(
                 "the test command's sandbox failed: {}",
@@ -548,6 +551,16 @@ impl Jail<'_> {
             stopped,
             completion_ids,
         })
+    }
+}
+
+/// Runs `fork` in `cgroup` when there is one.
+fn in_cgroup<T>(cgroup: Option<&super::cgroup::Cgroup>, fork: impl FnOnce() -> T) -> Result<T> {
+    match cgroup {
+        Some(c) => c.spawn_in(fork).map_err(|e| {
+            Error::Internal(format!("cannot put the test command in its cgroup: {e}"))
+        }),
+        None => Ok(fork()),
     }
 }
 
@@ -603,16 +616,17 @@ fn run_unsandboxed(
     echo: bool,
 ) -> Result<Ran> {
     use std::os::unix::process::CommandExt;
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", command])
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", command])
         .current_dir(tree)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
+        .stderr(std::process::Stdio::piped());
+    let cgroup = super::cgroup::Cgroup::new(test.memory, test.max_procs);
+    let mut child = in_cgroup(cgroup.as_ref(), || cmd.spawn())?
         .map_err(|e| Error::Internal(format!("cannot run the test command: {e}")))?;
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let kill_group = || {
@@ -658,6 +672,9 @@ fn run_unsandboxed(
     // own session escapes this: that is what the sandbox is for).
     kill_group();
     let completion_ids = pumps.finish();
+    if stopped.is_none() && cgroup.as_ref().is_some_and(|c| c.oom_killed()) {
+        stopped = Some(STOPPED_MEMORY);
+    }
     Ok(Ran {
         exit_code: status.code(),
         stopped,
@@ -679,6 +696,79 @@ struct Members {
     /// those the host has below the directories it binds, and they are not
     /// the command's.
     host_tmpfs: std::collections::BTreeSet<String>,
+    /// System V shared memory in the sandbox's IPC namespace (as root).
+    sysv: Option<SysvWatch>,
+}
+
+/// System V shared memory that no process has attached lives in the
+/// sandbox's own IPC namespace and in no process's memory. A thread of
+/// ours joins that namespace (`setns` needs `CAP_SYS_ADMIN` in our own
+/// user namespace too, so only as root) and reads `/proc/sysvipc/shm`,
+/// which shows the reader's namespace, every 100 ms.
+struct SysvWatch {
+    bytes: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+}
+
+impl SysvWatch {
+    /// Watches the IPC namespace `root` (the sandbox's first process)
+    /// moves into.
+    fn start(root: u32) -> SysvWatch {
+        let bytes = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let (out, stop) = (bytes.clone(), done.clone());
+        std::thread::spawn(move || {
+            use std::os::unix::fs::MetadataExt;
+            let own = std::fs::metadata("/proc/self/ns/ipc").map(|m| m.ino()).ok();
+            let ns = loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(file) = std::fs::File::open(format!("/proc/{root}/ns/ipc")) else {
+                    return;
+                };
+                if file.metadata().map(|m| m.ino()).ok() != own {
+                    break file;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            if nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWIPC).is_err() {
+                return;
+            }
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(table) = std::fs::read_to_string("/proc/sysvipc/shm") {
+                    out.store(detached_sysv_bytes(&table), Ordering::Relaxed);
+                }
+                std::thread::sleep(POLL * MEMORY_EVERY);
+            }
+        });
+        SysvWatch { bytes, done }
+    }
+}
+
+impl Drop for SysvWatch {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The resident bytes of the segments of a `/proc/sysvipc/shm` table that
+/// no process has attached (attached ones are in their processes'
+/// `RssShmem`).
+fn detached_sysv_bytes(table: &str) -> u64 {
+    let mut lines = table.lines();
+    let Some(header) = lines.next() else {
+        return 0;
+    };
+    let column = |name: &str| header.split_whitespace().position(|h| h == name);
+    let (Some(attached), Some(rss)) = (column("nattch"), column("rss")) else {
+        return 0;
+    };
+    lines
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.get(attached) == Some(&"0"))
+        .filter_map(|f| f.get(rss)?.parse::<u64>().ok())
+        .fold(0u64, u64::saturating_add)
 }
 
 impl Members {
@@ -687,10 +777,13 @@ impl Members {
         if let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") {
             host_tmpfs.extend(tmpfs_mounts(&info).into_iter().map(|(dev, _)| dev));
         }
+        let sysv =
+            (!counts_root && nix::unistd::geteuid().is_root()).then(|| SysvWatch::start(root));
         Members {
             root,
             counts_root,
             host_tmpfs,
+            sysv,
         }
     }
 
@@ -723,6 +816,9 @@ impl Members {
         let mut seen_files = std::collections::BTreeSet::new();
         let mut seen_mount_ns = std::collections::BTreeSet::new();
         let mut seen_fs = self.host_tmpfs.clone();
+        if memory && let Some(sysv) = &self.sysv {
+            bytes = sysv.bytes.load(Ordering::Relaxed);
+        }
         let mut queue = vec![self.root];
         let mut visited = std::collections::BTreeSet::new();
         while let Some(pid) = queue.pop() {

@@ -20,7 +20,9 @@
 //! test whose defining file the patch deletes is left to
 //! `tests_not_deleted`.
 
-use agent_ledger_guest::{ChangeKind, Finding, Guest, Info, Outcome, Trial, config, finding};
+use agent_ledger_guest::{
+    ChangeKind, Finding, Guest, Info, Outcome, Trial, config, finding, glob_match, test_globs,
+};
 use std::collections::BTreeMap;
 
 /// At most this many findings for tests that stopped running; past it, one
@@ -69,11 +71,15 @@ fn changed_definition<'a>(
 }
 
 /// Whether the patch deletes the file that defines `classname` (or is its
-/// JUnit `file`): only a file that surely defines it, since deleting any
-/// file this names exempts the test.
+/// JUnit `file`): only a test file (in the test globs, which is what
+/// `tests_not_deleted` judges) that surely defines it, since deleting any
+/// file this names exempts the test (`docs/test_retry.md` shares a stem
+/// with `test_retry.TestBackoff`).
 fn deleted_definition(trial: &Trial, classname: &str, file: Option<&str>) -> bool {
+    let globs = test_globs(trial);
     trial.changes.iter().any(|c| {
         c.kind == ChangeKind::Deleted
+            && globs.iter().any(|g| glob_match(g, &c.path))
             && (Some(c.path.as_str()) == file
                 || (!classname.is_empty() && surely_defines(classname, &c.path)))
     })

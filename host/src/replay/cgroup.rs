@@ -1,0 +1,133 @@
+//! A cgroup (v1 memory and pids controllers) for one test command, where
+//! this process may make one (root, with the v1 hierarchies mounted at
+//! `/sys/fs/cgroup/memory` and `/sys/fs/cgroup/pids`): the kernel then
+//! bounds everything the command's processes hold (anonymous and shared
+//! memory, tmpfs and ramfs pages, memfds however hidden, and the kernel
+//! memory charged to it) and how many tasks they run, exactly, where the
+//! host's sampling of `/proc` (`test_cmd::Members`) can be outrun. The
+//! sampling stays as the second line, and the only one elsewhere (cgroup
+//! v2 needs a delegated subtree and a process of its own to move; see
+//! SECURITY.md).
+//!
+//! The command's first process is born in the cgroup: the thread that
+//! forks it moves itself in first and back out after (v1 lets threads of
+//! one process sit in different cgroups, and a fork lands where its thread
+//! is), so nothing the command starts runs outside it for an instant.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
+const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
+
+/// One test command's cgroups; removed when dropped (once its processes
+/// are gone).
+pub(crate) struct Cgroup {
+    /// The memory cgroup and the one this process's threads belong to.
+    memory: (PathBuf, PathBuf),
+    /// The same for the pids controller, where it is mounted.
+    pids: Option<(PathBuf, PathBuf)>,
+}
+
+/// This process's own cgroup in the v1 hierarchy mounted at `root` for
+/// `controller`, from `/proc/self/cgroup`.
+fn own(root: &str, controller: &str) -> Option<PathBuf> {
+    let table = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = table.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.trim_start_matches('/').to_string())
+    })?;
+    let dir = Path::new(root).join(rel);
+    dir.join("tasks").is_file().then_some(dir)
+}
+
+/// A fresh name below `parent`.
+fn child(parent: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    parent.join(format!(
+        "agent-ledger-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+fn write(path: &Path, value: impl std::fmt::Display) -> std::io::Result<()> {
+    std::fs::write(path, value.to_string())
+}
+
+impl Cgroup {
+    /// A memory cgroup limited to `memory` bytes (swap included where it
+    /// is accounted) and, where the pids controller is mounted, `tasks`
+    /// tasks; `None` where this process cannot make one.
+    pub(crate) fn new(memory: u64, tasks: u64) -> Option<Cgroup> {
+        if !nix::unistd::geteuid().is_root() {
+            return None;
+        }
+        let parent = own(MEMORY_ROOT, "memory")?;
+        let dir = child(&parent);
+        std::fs::create_dir(&dir).ok()?;
+        let mut made = Cgroup {
+            memory: (dir.clone(), parent),
+            pids: None,
+        };
+        write(&dir.join("memory.limit_in_bytes"), memory).ok()?;
+        let memsw = dir.join("memory.memsw.limit_in_bytes");
+        if memsw.exists() {
+            write(&memsw, memory).ok()?;
+        }
+        if let Some(parent) = own(PIDS_ROOT, "pids") {
+            let dir = child(&parent);
+            if std::fs::create_dir(&dir).is_ok() {
+                made.pids = Some((dir.clone(), parent));
+                write(&dir.join("pids.max"), tasks).ok()?;
+            }
+        }
+        Some(made)
+    }
+
+    /// Runs `fork` with the calling thread in the cgroups, so that the
+    /// process it starts is born in them, and moves the thread back.
+    pub(crate) fn spawn_in<T>(&self, fork: impl FnOnce() -> T) -> std::io::Result<T> {
+        let tid = nix::unistd::gettid().as_raw();
+        let groups: Vec<&(PathBuf, PathBuf)> =
+            std::iter::once(&self.memory).chain(&self.pids).collect();
+        for (dir, _) in &groups {
+            write(&dir.join("tasks"), tid)?;
+        }
+        let out = fork();
+        let mut back = Ok(());
+        for (_, parent) in &groups {
+            back = back.and(write(&parent.join("tasks"), tid));
+        }
+        back.map(|()| out)
+    }
+
+    /// Whether the kernel killed a process of the cgroup for memory.
+    pub(crate) fn oom_killed(&self) -> bool {
+        std::fs::read_to_string(self.memory.0.join("memory.oom_control"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
+            })
+            .is_some_and(|n| n > 0)
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        for (dir, _) in std::iter::once(&self.memory).chain(&self.pids) {
+            // Its processes are dead by now; their exit can lag a little.
+            for _ in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
