@@ -679,3 +679,24 @@ fn a_test_command_killed_by_a_signal_after_a_green_report_is_not_review() {
         "{p:#}"
     );
 }
+
+// Found by the fifth review's third round: as root, the sandbox's uid was
+// host uid 0, whom kernel interfaces trust without capabilities. A patch
+// pointed `kernel.core_pattern` at its own script and the kernel ran it as
+// host root; another raised its own cgroup's limits through a cgroupfs it
+// mounted in a namespace of its own. Each attack writes back what is there.
+#[test]
+fn the_test_command_cannot_write_a_kernel_setting() {
+    contained(
+        &Trial::new(),
+        "cat /proc/sys/kernel/core_pattern > /tmp/cp && cat /tmp/cp > /proc/sys/kernel/core_pattern",
+    );
+}
+
+#[test]
+fn the_test_command_cannot_raise_its_own_cgroup_limits() {
+    contained(
+        &Trial::new(),
+        "mkdir -p /tmp/cg && unshare -UrmC sh -c 'mount -t cgroup -o memory none /tmp/cg && cat /tmp/cg/memory.limit_in_bytes > /tmp/l && cat /tmp/l > /tmp/cg/memory.limit_in_bytes'",
+    );
+}

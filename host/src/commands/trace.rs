@@ -542,6 +542,9 @@ fn run_sandboxed(
         read_only: &[],
         scratch: tmp.path(),
         network: how.allow_network,
+        // The agent writes the operator's own workspace (see SECURITY.md
+        // for what that means as root).
+        host_user: None,
     };
     let mut env = vec![
         (

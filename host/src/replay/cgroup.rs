@@ -45,6 +45,28 @@ fn own(root: &str, controller: &str) -> Option<PathBuf> {
     dir.join("tasks").is_file().then_some(dir)
 }
 
+/// Removes the empty cgroups below `parent` that a process which no longer
+/// runs made (a `check` killed with SIGKILL leaves its own behind).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("agent-ledger-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
 /// A fresh name below `parent`.
 fn child(parent: &Path) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -64,10 +86,11 @@ impl Cgroup {
     /// is accounted) and, where the pids controller is mounted, `tasks`
     /// tasks; `None` where this process cannot make one.
     pub(crate) fn new(memory: u64, tasks: u64) -> Option<Cgroup> {
-        if !nix::unistd::geteuid().is_root() {
+        if !super::test_cmd::host_root() {
             return None;
         }
         let parent = own(MEMORY_ROOT, "memory")?;
+        sweep(&parent);
         let dir = child(&parent);
         std::fs::create_dir(&dir).ok()?;
         let mut made = Cgroup {
@@ -80,6 +103,7 @@ impl Cgroup {
             write(&memsw, memory).ok()?;
         }
         if let Some(parent) = own(PIDS_ROOT, "pids") {
+            sweep(&parent);
             let dir = child(&parent);
             if std::fs::create_dir(&dir).is_ok() {
                 made.pids = Some((dir.clone(), parent));
@@ -104,6 +128,17 @@ impl Cgroup {
             back = back.and(write(&parent.join("tasks"), tid));
         }
         back.map(|()| out)
+    }
+
+    /// Moves the calling thread into the cgroups for good (a thread that
+    /// then drops root cannot move back; it must end before the cgroup is
+    /// dropped).
+    pub(crate) fn join(&self) -> std::io::Result<()> {
+        let tid = nix::unistd::gettid().as_raw();
+        for (dir, _) in std::iter::once(&self.memory).chain(&self.pids) {
+            write(&dir.join("tasks"), tid)?;
+        }
+        Ok(())
     }
 
     /// Whether the kernel killed a process of the cgroup for memory.

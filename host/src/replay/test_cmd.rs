@@ -8,7 +8,9 @@
 //!
 //! - the command runs as a non-root user of its own user namespace, so it
 //!   holds no capabilities and cannot remount anything read-write (as
-//!   root, the host's uid 0 is mapped to [`SANDBOX_ID`]);
+//!   root, the sandbox is made by a thread that has dropped to
+//!   [`SANDBOX_HOST_ID`], which owns the command's scratch directory, so
+//!   its processes are that user on the host, never uid 0);
 //! - writable: the private patched copy, the report's directory, and a
 //!   private `/tmp` (a size-capped tmpfs, also `/dev/shm`); everything else
 //!   the command sees is a read-only bind of the host's top-level
@@ -63,6 +65,13 @@ pub const DEFAULT_MAX_PROCS: u64 = 512;
 /// The uid and gid the command runs as inside its user namespace when the
 /// host user is root (any non-zero id: it holds no capabilities).
 pub const SANDBOX_ID: u32 = 1000;
+/// The host uid and gid the test command runs as when agent-ledger runs as
+/// root: never uid 0, which kernel interfaces trust without capabilities (a
+/// sandboxed uid 0 wrote `kernel.core_pattern` and had the kernel run its
+/// script as host root, and wrote the limits of its own cgroup through a
+/// cgroupfs mounted in a namespace of its own). It owns the command's copy
+/// and scratch directory and nothing else.
+pub const SANDBOX_HOST_ID: u32 = 0x7ff0_0000;
 /// The size of the private `/tmp` and `/dev/shm`.
 const TMPFS_SIZE: &str = "size=1g";
 /// How often the host looks at the command while it runs.
@@ -160,6 +169,10 @@ pub fn run_tests(
         std::fs::create_dir(dir).map_err(|e| Error::write(dir, e))?;
     }
     let report = report_dir.join("junit.xml");
+    let host_user = host_root().then_some(SANDBOX_HOST_ID);
+    if let Some(id) = host_user {
+        give_away(tmp.path(), id)?;
+    }
     let mut hidden = test.hidden.clone();
     hidden.push(repo.root.clone());
     hidden.push(ledger_root.to_path_buf());
@@ -182,6 +195,7 @@ pub fn run_tests(
         read_only: &read_only,
         scratch: tmp.path(),
         network: false,
+        host_user,
     };
     let env = |home: &str| -> Vec<(String, String)> {
         let mut env = vec![
@@ -314,6 +328,12 @@ pub(crate) struct Jail<'a> {
     /// Keep the host's network (`trace exec --allow-network`); otherwise a
     /// network namespace of its own with only a loopback that is down.
     pub network: bool,
+    /// The host uid (and gid) to make the sandbox as, when this process is
+    /// root ([`SANDBOX_HOST_ID`]): the thread that makes it drops to that
+    /// user first, so the sandbox's user namespace belongs to it and its
+    /// processes are that user on the host, never uid 0. `tree`,
+    /// `report_dir` and `scratch` must be that user's.
+    pub host_user: Option<u32>,
 }
 
 /// Top-level directories never bound into the sandbox: made fresh
@@ -456,6 +476,10 @@ impl Jail<'_> {
     /// Makes the sandbox once with a command that does nothing: an error
     /// says why the kernel (or this machine) refuses it.
     pub(crate) fn probe(&self) -> std::result::Result<(), String> {
+        as_user(self.host_user, None, || self.probe_here()).unwrap_or_else(|e| Err(e.to_string()))
+    }
+
+    fn probe_here(&self) -> std::result::Result<(), String> {
         let c = self.container().map_err(|e| e.to_string())?;
         let null = || dev_null().map_err(|e| format!("cannot open /dev/null: {e}"));
         let status = c
@@ -481,6 +505,35 @@ impl Jail<'_> {
         test: &TestCommand,
         echo: bool,
     ) -> Result<Ran> {
+        let cgroup = super::cgroup::Cgroup::new(test.memory, test.max_procs);
+        // Started here, as this process's user: joining the sandbox's IPC
+        // namespace needs root.
+        let first = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let sysv = host_root().then(|| SysvWatch::start(first.clone()));
+        let bounds = Bounds {
+            cgroup: cgroup.as_ref(),
+            first: &first,
+            sysv,
+        };
+        as_user(self.host_user, cgroup.as_ref(), || {
+            self.run_here(command, env, test, echo, bounds)
+        })?
+    }
+
+    /// [`Jail::run`] on the thread that makes the sandbox.
+    fn run_here(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        test: &TestCommand,
+        echo: bool,
+        bounds: Bounds<'_>,
+    ) -> Result<Ran> {
+        let Bounds {
+            cgroup,
+            first,
+            sysv,
+        } = bounds;
         let mut c = self.container()?;
         c.setrlimit(hakoniwa::Rlimit::Nproc, test.max_procs, test.max_procs);
         // agent-ledger raises its own descriptor limit; the command gets a
@@ -495,9 +548,16 @@ impl Jail<'_> {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let cgroup = super::cgroup::Cgroup::new(test.memory, test.max_procs);
-        let mut child = in_cgroup(cgroup.as_ref(), || cmd.spawn())?
+        // With a host user, this thread joined the cgroup before it dropped
+        // to that user (and cannot leave it after).
+        let cgroup_here = if self.host_user.is_some() {
+            None
+        } else {
+            cgroup
+        };
+        let mut child = in_cgroup(cgroup_here, || cmd.spawn())?
             .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
+        first.store(child.id(), Ordering::Relaxed);
         let pumps = Pumps::start(
             test.output_cap,
             echo,
@@ -512,7 +572,7 @@ impl Jail<'_> {
         );
         let mut stopped = None;
         let deadline = Instant::now() + test.timeout;
-        let mut members = Members::of(child.id(), false);
+        let mut members = Members::of(child.id(), false, sysv);
         let mut polls = 0u32;
         let status = loop {
             let status = child
@@ -537,7 +597,7 @@ impl Jail<'_> {
             std::thread::sleep(POLL);
         };
         let completion_ids = pumps.finish();
-        if stopped.is_none() && cgroup.as_ref().is_some_and(|c| c.oom_killed()) {
+        if stopped.is_none() && cgroup.is_some_and(|c| c.oom_killed()) {
             stopped = Some(STOPPED_MEMORY);
         }
         if stopped.is_none() && status.exit_code.is_none() && status.code == 125 {
@@ -552,6 +612,115 @@ impl Jail<'_> {
             completion_ids,
         })
     }
+}
+
+/// Whether this process is uid 0 of the host: root in the initial user
+/// namespace, whose `uid_map` is the whole identity (uid 0 inside a user
+/// namespace of its own is another host user, or maps too few ids to give
+/// files to [`SANDBOX_HOST_ID`]).
+pub(super) fn host_root() -> bool {
+    nix::unistd::geteuid().is_root()
+        && std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|map| {
+            map.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f == ["0", "0", "4294967295"]
+            })
+        })
+}
+
+/// What bounds one run of the test command besides its sandbox: its
+/// cgroup, where one could be made, and the watch on System V shared
+/// memory (as root), which learns the sandbox's first process through
+/// `first`.
+struct Bounds<'a> {
+    cgroup: Option<&'a super::cgroup::Cgroup>,
+    first: &'a std::sync::atomic::AtomicU32,
+    sysv: Option<SysvWatch>,
+}
+
+/// Runs `f` on a thread of its own that has joined `cgroup` (when given)
+/// and then dropped to the host user `id` (uid, gid, no supplementary
+/// groups) with per-thread system calls, so this process's other threads
+/// keep their credentials; what `f` forks is born as that user, in that
+/// cgroup. Without `id`, `f` runs here.
+fn as_user<T: Send>(
+    id: Option<u32>,
+    cgroup: Option<&super::cgroup::Cgroup>,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T> {
+    let Some(id) = id else {
+        return Ok(f());
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(c) = cgroup {
+                c.join().map_err(|e| {
+                    Error::Internal(format!("cannot put the test command in its cgroup: {e}"))
+                })?;
+            }
+            drop_thread_to(id).map_err(|e| {
+                Error::Internal(format!(
+                    "cannot become uid {id} to make the test command's sandbox: {e}"
+                ))
+            })?;
+            Ok(f())
+        })
+        .join()
+        .map_err(|_| Error::Internal("the sandbox thread panicked".into()))?
+    })
+}
+
+/// Sets this thread's (only this thread's: raw system calls, not libc's
+/// process-wide wrappers) supplementary groups, gid and uid to `id`.
+fn drop_thread_to(id: u32) -> std::io::Result<()> {
+    use nix::libc::{SYS_setgroups, SYS_setresgid, SYS_setresuid, syscall};
+    let ok = |r: nix::libc::c_long| {
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    // SAFETY: plain system calls on this thread's credentials, with a null
+    // group list of length 0 and integer ids.
+    unsafe {
+        ok(syscall(
+            SYS_setgroups,
+            0,
+            std::ptr::null::<nix::libc::gid_t>(),
+        ))?;
+        ok(syscall(SYS_setresgid, id, id, id))?;
+        ok(syscall(SYS_setresuid, id, id, id))?;
+    }
+    // A change of credentials makes the process non-dumpable, and a
+    // non-dumpable process's `/proc/self` files are root's: the sandbox's
+    // first process (forked from this thread) could not write its own
+    // `uid_map`. Nothing here holds a secret.
+    nix::sys::prctl::set_dumpable(true).map_err(std::io::Error::from)?;
+    Ok(())
+}
+
+/// Makes `id` (uid and gid) the owner of `dir` and of everything in it,
+/// symlinks themselves included (never followed).
+fn give_away(dir: &Path, id: u32) -> Result<()> {
+    let mut stack = vec![dir.to_path_buf()];
+    std::os::unix::fs::lchown(dir, Some(id), Some(id)).map_err(|e| Error::write(dir, e))?;
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).map_err(|e| Error::read(&next, e))? {
+            let entry = entry.map_err(|e| Error::read(&next, e))?;
+            let path = entry.path();
+            std::os::unix::fs::lchown(&path, Some(id), Some(id))
+                .map_err(|e| Error::write(&path, e))?;
+            if entry
+                .file_type()
+                .map_err(|e| Error::read(&path, e))?
+                .is_dir()
+            {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs `fork` in `cgroup` when there is one.
@@ -646,7 +815,7 @@ fn run_unsandboxed(
     );
     let mut stopped = None;
     let deadline = Instant::now() + test.timeout;
-    let mut members = Members::of(child.id(), true);
+    let mut members = Members::of(child.id(), true, None);
     let mut polls = 0u32;
     let status = loop {
         if let Some(status) = child
@@ -711,9 +880,9 @@ struct SysvWatch {
 }
 
 impl SysvWatch {
-    /// Watches the IPC namespace `root` (the sandbox's first process)
-    /// moves into.
-    fn start(root: u32) -> SysvWatch {
+    /// Watches the IPC namespace the sandbox's first process (its pid in
+    /// `first` once started) moves into.
+    fn start(first: Arc<std::sync::atomic::AtomicU32>) -> SysvWatch {
         let bytes = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
         let (out, stop) = (bytes.clone(), done.clone());
@@ -723,6 +892,11 @@ impl SysvWatch {
             let ns = loop {
                 if stop.load(Ordering::Relaxed) {
                     return;
+                }
+                let root = first.load(Ordering::Relaxed);
+                if root == 0 {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
                 }
                 let Ok(file) = std::fs::File::open(format!("/proc/{root}/ns/ipc")) else {
                     return;
@@ -772,13 +946,11 @@ fn detached_sysv_bytes(table: &str) -> u64 {
 }
 
 impl Members {
-    fn of(root: u32, counts_root: bool) -> Members {
+    fn of(root: u32, counts_root: bool, sysv: Option<SysvWatch>) -> Members {
         let mut host_tmpfs = std::collections::BTreeSet::new();
         if let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") {
             host_tmpfs.extend(tmpfs_mounts(&info).into_iter().map(|(dev, _)| dev));
         }
-        let sysv =
-            (!counts_root && nix::unistd::geteuid().is_root()).then(|| SysvWatch::start(root));
         Members {
             root,
             counts_root,
