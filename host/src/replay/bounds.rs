@@ -67,15 +67,111 @@ fn interpreter(name: &str) -> bool {
     })
 }
 
+/// Interpreter options whose next word is their argument, not the script.
+const OPTIONS_WITH_ARGUMENT: &[&str] = &[
+    "-W",
+    "-X",
+    "-Q",
+    "-r",
+    "--require",
+    "--import",
+    "--loader",
+    "-I",
+    "-M",
+    "-o",
+    "-O",
+    "-C",
+    "--rcfile",
+    "--init-file",
+];
+
+/// Options after which an interpreter runs code from the command line,
+/// not a file (a shell's `-c` is read as a command of its own instead).
+const INLINE_CODE: &[&str] = &["-c", "-e", "--eval", "-p", "--print"];
+
+/// Programs that run the rest of their words as a command, after their
+/// options (and, for some, one word of their own: a duration, a CPU mask).
+const WRAPPERS: &[(&str, usize)] = &[
+    ("env", 0),
+    ("timeout", 1),
+    ("nice", 0),
+    ("ionice", 0),
+    ("nohup", 0),
+    ("stdbuf", 0),
+    ("time", 0),
+    ("command", 0),
+    ("exec", 0),
+    ("setsid", 0),
+    ("taskset", 1),
+    ("xargs", 0),
+    ("xvfb-run", 0),
+    ("catchsegv", 0),
+    ("chronic", 0),
+];
+
+/// Tools whose `run` subcommand runs the rest (`uv run pytest`).
+const RUNNERS_OF_RUN: &[&str] = &["uv", "poetry", "pipenv", "pdm", "hatch", "rye", "uvx"];
+
+/// The words a wrapper runs (`timeout 600 python3 x.py` runs `python3
+/// x.py`), or `None` when `name` wraps nothing.
+fn unwrapped<'a, 'w>(name: &str, args: &'a [&'w str]) -> Option<&'a [&'w str]> {
+    let skip_own = |own: usize| {
+        let mut i = 0;
+        let mut left = own;
+        while i < args.len() {
+            let w = args[i];
+            if w.starts_with('-') {
+                // `nice -n 5`, `timeout -s KILL 60`, `env -u NAME`.
+                if matches!(w, "-n" | "-s" | "-k" | "-u" | "-c" | "-C" | "-p") {
+                    i += 1;
+                }
+            } else if w.contains('=') && name == "env" {
+            } else if left > 0 {
+                left -= 1;
+            } else {
+                break;
+            }
+            i += 1;
+        }
+        &args[i.min(args.len())..]
+    };
+    if let Some((_, own)) = WRAPPERS.iter().find(|(w, _)| *w == name) {
+        return Some(skip_own(*own));
+    }
+    if RUNNERS_OF_RUN.contains(&name) {
+        let at = args.iter().position(|w| *w == "run")?;
+        let rest = &args[at + 1..];
+        let start = rest
+            .iter()
+            .position(|w| !w.starts_with('-'))
+            .unwrap_or(rest.len());
+        return Some(&rest[start..]);
+    }
+    None
+}
+
 /// What a segment of a test command runs, besides its program: the script
-/// after an interpreter (or `-m module`), the file a task runner reads.
-fn ran_by(name: &str, args: &[&str], cwd: &Path) -> Vec<PathBuf> {
+/// after an interpreter (or `-m module`), the file a task runner reads;
+/// and, for a shell's `-c`, the words of the command it runs.
+fn ran_by<'a, 'w>(
+    name: &str,
+    args: &'a [&'w str],
+    cwd: &Path,
+) -> (Vec<PathBuf>, Option<&'a [&'w str]>) {
     let mut ran = Vec::new();
-    let mut rest = args.iter();
     if interpreter(name) {
-        while let Some(w) = rest.next() {
-            if *w == "-m" {
-                if let Some(module) = rest.next() {
+        let shell = matches!(name, "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish");
+        let mut i = 0;
+        while i < args.len() {
+            let w = args[i];
+            if shell && w == "-c" {
+                return (ran, Some(&args[i + 1..]));
+            }
+            if INLINE_CODE.contains(&w) {
+                break;
+            }
+            if w == "-m" {
+                if let Some(module) = args.get(i + 1) {
                     let module = module.replace('.', "/");
                     for file in [format!("{module}.py"), format!("{module}/__main__.py")] {
                         ran.extend(inside(cwd, &file));
@@ -83,14 +179,20 @@ fn ran_by(name: &str, args: &[&str], cwd: &Path) -> Vec<PathBuf> {
                 }
                 break;
             }
+            if OPTIONS_WITH_ARGUMENT.contains(&w) {
+                i += 2;
+                continue;
+            }
             if !w.starts_with('-') {
                 ran.extend(inside(cwd, w));
                 break;
             }
+            i += 1;
         }
     }
     if let Some((_, files)) = TASK_FILES.iter().find(|(tool, _)| *tool == name) {
         let mut dir = cwd.to_path_buf();
+        let mut rest = args.iter();
         while let Some(w) = rest.next() {
             match *w {
                 "-C" | "--directory" => {
@@ -106,7 +208,7 @@ fn ran_by(name: &str, args: &[&str], cwd: &Path) -> Vec<PathBuf> {
             ran.extend(inside(&dir, f));
         }
     }
-    ran
+    (ran, None)
 }
 
 /// The files of the base tree a test command runs or reads: its runner,
@@ -151,40 +253,50 @@ pub(super) fn runner_files(command: &str, base: &Path, tests: &[String]) -> Resu
             .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
             .filter(|w| !w.is_empty())
             .collect();
-        // Leading `NAME=value` assignments are not words of the program.
-        let start = words
-            .iter()
-            .position(|w| !w.contains('=') || w.starts_with('-'))
-            .unwrap_or(words.len());
-        let Some((&program, args)) = words[start..].split_first() else {
-            continue;
-        };
-        if program == "cd" {
-            cwd = args
-                .first()
-                .and_then(|d| inside(&cwd, d))
+        let mut words: &[&str] = &words;
+        // Each round reads one program: a wrapper's or a shell's `-c`
+        // command is read as a program of its own.
+        for _ in 0..8 {
+            // Leading `NAME=value` assignments are not words of the program.
+            let start = words
+                .iter()
+                .position(|w| !w.contains('=') || w.starts_with('-'))
+                .unwrap_or(words.len());
+            let Some((&program, args)) = words[start..].split_first() else {
+                break;
+            };
+            if program == "cd" {
+                cwd = args
+                    .first()
+                    .and_then(|d| inside(&cwd, d))
+                    .unwrap_or_default();
+                break;
+            }
+            let name = Path::new(program)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            continue;
-        }
-        let name = Path::new(program)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        // A bare program name is looked up in `PATH`, not in the tree.
-        let mut ran: Vec<PathBuf> = inside(&cwd, program)
-            .filter(|_| program.contains('/'))
-            .into_iter()
-            .collect();
-        ran.extend(ran_by(&name, args, &cwd));
-        for path in &ran {
-            protect(path, true);
-        }
-        for w in args
-            .iter()
-            .filter(|w| !w.starts_with('-') && !w.contains('='))
-        {
-            if let Some(path) = inside(&cwd, w) {
-                protect(&path, false);
+            // A bare program name is looked up in `PATH`, not in the tree.
+            let mut ran: Vec<PathBuf> = inside(&cwd, program)
+                .filter(|_| program.contains('/'))
+                .into_iter()
+                .collect();
+            let (by, inner) = ran_by(&name, args, &cwd);
+            ran.extend(by);
+            for path in &ran {
+                protect(path, true);
+            }
+            for w in args
+                .iter()
+                .filter(|w| !w.starts_with('-') && !w.contains('='))
+            {
+                if let Some(path) = inside(&cwd, w) {
+                    protect(&path, false);
+                }
+            }
+            match inner.or_else(|| unwrapped(&name, args)) {
+                Some(next) => words = next,
+                None => break,
             }
         }
     }
@@ -534,6 +646,24 @@ mod tests {
         assert_eq!(runners("make -C scripts test"), ["scripts/Makefile"]);
         std::os::unix::fs::symlink("scripts/t.sh", base.path().join("run.sh")).unwrap();
         assert_eq!(runners("bash run.sh"), ["run.sh", "scripts/t.sh"]);
+        // Round 3: wrappers, a shell's `-c`, interpreter options that take
+        // an argument.
+        for cmd in [
+            "timeout 600 python3 tests/runner.py",
+            "env PYTHONDONTWRITEBYTECODE=1 python3 tests/runner.py",
+            "bash -c 'python3 tests/runner.py'",
+            "nice -n 5 python3 tests/runner.py",
+            "python3 -W ignore tests/runner.py",
+            "python3 -X dev tests/runner.py",
+            "uv run --frozen python tests/runner.py",
+            "timeout -s KILL 60 nice bash -c \"cd tests && python3 runner.py\"",
+        ] {
+            assert_eq!(runners(cmd), ["tests/runner.py"], "{cmd}");
+        }
+        assert_eq!(
+            runners("python3 -c 'import x' tests/test_x.py"),
+            Vec::<String>::new()
+        );
     }
 
     /// A tree of links, `(path, target)`, beside a file `f` and a dir `d`.
