@@ -281,26 +281,31 @@ fn scripted(
     (out.code, repo.properties("r"))
 }
 
+/// What `tests_pass` says of `test_cap` when the patch skips it.
+const CAP_SKIPPED: &str = "tests.test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch";
+
+/// The alias skip of `test_cap` with `file` (at the base) deleted: the
+/// deletion must not exempt the skipped test.
+#[track_caller]
+fn deleting_exempts_nothing(file: &str) {
+    let (code, record) = scripted(
+        &scripted_runner(
+            r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap"><skipped/></testcase>"#,
+        ),
+        Some(file),
+        |root| std::fs::remove_file(root.join(file)).unwrap(),
+    );
+    assert_eq!(code, 4, "{record:#}");
+    assert_miss(&record, "tests_pass", "", CAP_SKIPPED);
+}
+
 // Found by the fifth review: deleting any file whose stem was the first
 // segment of a class name (`.github/workflows/tests.yml` for
 // `tests.test_retry.TestBackoff`) exempted the test as "its defining file
 // was deleted".
 #[test]
 fn deleting_a_file_that_only_shares_a_name_with_a_package_exempts_nothing() {
-    let (code, record) = scripted(
-        &scripted_runner(
-            r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap"><skipped/></testcase>"#,
-        ),
-        Some(".github/workflows/tests.yml"),
-        |root| std::fs::remove_file(root.join(".github/workflows/tests.yml")).unwrap(),
-    );
-    assert_eq!(code, 4, "{record:#}");
-    assert_miss(
-        &record,
-        "tests_pass",
-        "",
-        "tests.test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
-    );
+    deleting_exempts_nothing(".github/workflows/tests.yml");
 }
 
 // Found by the fifth review: a skip written as an attribute, not as a
@@ -314,12 +319,7 @@ fn a_skip_written_as_an_attribute_is_a_skip() {
     ] {
         let (code, record) = scripted(&scripted_runner(skip), None, |_| {});
         assert_eq!(code, 4, "{skip}: {record:#}");
-        assert_miss(
-            &record,
-            "tests_pass",
-            "",
-            "tests.test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
-        );
+        assert_miss(&record, "tests_pass", "", CAP_SKIPPED);
     }
 }
 
@@ -328,18 +328,5 @@ fn a_skip_written_as_an_attribute_is_a_skip() {
 // exempted the test.
 #[test]
 fn deleting_a_document_named_like_a_test_module_exempts_nothing() {
-    let (code, record) = scripted(
-        &scripted_runner(
-            r#"<testcase classname="tests.test_retry.TestBackoff" name="test_cap"><skipped/></testcase>"#,
-        ),
-        Some("docs/tests/test_retry.rst"),
-        |root| std::fs::remove_file(root.join("docs/tests/test_retry.rst")).unwrap(),
-    );
-    assert_eq!(code, 4, "{record:#}");
-    assert_miss(
-        &record,
-        "tests_pass",
-        "",
-        "tests.test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
-    );
+    deleting_exempts_nothing("docs/tests/test_retry.rst");
 }
