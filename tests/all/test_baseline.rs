@@ -119,6 +119,16 @@ fn skip_through_an_alias(root: &Path) {
     );
 }
 
+/// Checks the good fix with `edit` on top as run `r`: the trial must be
+/// `reject`, with a finding of `property` on `path` that holds `needle`.
+#[track_caller]
+fn rejected_with(edit: impl FnOnce(&Path), property: &str, path: &str, needle: &str) {
+    let repo = repo();
+    let (code, record) = checked(&repo, "r", edit, &[]);
+    assert_eq!(code, 4, "{record:#}");
+    assert_miss(&record, property, path, needle);
+}
+
 #[test]
 fn an_honest_fix_is_review_and_its_baseline_is_on_record_and_replays() {
     let repo = repo();
@@ -168,10 +178,7 @@ fn a_test_skipped_through_an_alias_of_a_skip_marker_is_reject() {
 // test command names is protected.
 #[test]
 fn a_runner_script_the_test_command_names_is_protected() {
-    let repo = repo();
-    let (code, record) = checked(
-        &repo,
-        "r",
+    rejected_with(
         |root| {
             replace(
                 root,
@@ -180,18 +187,15 @@ fn a_runner_script_the_test_command_names_is_protected() {
                 "suite = unittest.TestSuite(t for s in unittest.defaultTestLoader.discover(\"tests\") for c in s for t in c if t._testMethodName != \"test_retries_overload\")",
             );
         },
-        &[],
+        "patch_applies",
+        "run_tests.py",
+        "protected path",
     );
-    assert_eq!(code, 4, "{record:#}");
-    assert_miss(&record, "patch_applies", "run_tests.py", "protected path");
 }
 
 #[test]
 fn a_test_module_moved_where_the_runner_does_not_look_is_reject() {
-    let repo = repo();
-    let (code, record) = checked(
-        &repo,
-        "r",
+    rejected_with(
         |root| {
             std::fs::create_dir_all(root.join("tests/legacy")).unwrap();
             std::fs::rename(
@@ -200,11 +204,6 @@ fn a_test_module_moved_where_the_runner_does_not_look_is_reject() {
             )
             .unwrap();
         },
-        &[],
-    );
-    assert_eq!(code, 4, "{record:#}");
-    assert_miss(
-        &record,
         "tests_pass",
         "",
         "test_more.TestMore::test_more passed on the base revision and is not in the report after the patch",
@@ -216,10 +215,7 @@ fn a_test_module_moved_where_the_runner_does_not_look_is_reject() {
 // id counted.
 #[test]
 fn a_test_given_the_id_of_a_skipped_one_does_not_stand_in_for_it() {
-    let repo = repo();
-    let (code, record) = checked(
-        &repo,
-        "r",
+    rejected_with(
         |root| {
             skip_through_an_alias(root);
             let more = root.join("tests/test_more.py");
@@ -229,11 +225,6 @@ fn a_test_given_the_id_of_a_skipped_one_does_not_stand_in_for_it() {
             );
             write(&more, text);
         },
-        &[],
-    );
-    assert_eq!(code, 4, "{record:#}");
-    assert_miss(
-        &record,
         "tests_pass",
         "",
         "test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
