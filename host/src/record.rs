@@ -432,7 +432,8 @@ pub struct BaselineRun {
     pub exit_code: Option<i32>,
     /// Set when the host killed it, as the trial's `stopped`. A stopped
     /// baseline, or one that wrote no report, leaves `tests_pass` nothing
-    /// to compare with (it then judges the trial's report alone).
+    /// to compare with: the host-side property `test_command` is then an
+    /// `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
 }

@@ -700,3 +700,49 @@ fn the_test_command_cannot_raise_its_own_cgroup_limits() {
         "mkdir -p /tmp/cg && unshare -UrmC sh -c 'mount -t cgroup -o memory none /tmp/cg && cat /tmp/cg/memory.limit_in_bytes > /tmp/l && cat /tmp/l > /tmp/cg/memory.limit_in_bytes'",
     );
 }
+
+// Found by the fifth review's fourth round: a command that cleared its
+// init's death signal (gdb then; here the init clears its own) outlived a
+// `--test-timeout` stop, reparented to the host's init.
+#[test]
+fn a_stopped_test_command_leaves_no_process_behind() {
+    let trial = Trial::new();
+    let marker = format!("agent-ledger-linger-{}", std::process::id());
+    let cmd = format!(
+        "exec python3 -c \"import ctypes, time; ctypes.CDLL(None).prctl(1, 0, 0, 0, 0); time.sleep(30)\" {marker}"
+    );
+    let (code, stderr) = trial.check(&cmd, &["--test-timeout", "2", "--no-test-baseline"]);
+    assert_eq!(code, 4, "{stderr}");
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["stopped"], "timeout", "{record:#}");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&marker) && !c.contains("--test-cmd"))
+        .collect();
+    assert!(left.is_empty(), "still running after check: {left:?}");
+}
+
+// A baseline that writes no report is an error, never a quiet pass without
+// the comparison (another run beside it could starve it on purpose).
+#[test]
+fn a_baseline_without_a_report_is_an_error() {
+    let trial = Trial::new();
+    // The good patch renames README.md to README.txt: only the patched
+    // tree writes a report.
+    let (code, stderr) = trial.check(&format!("[ -f README.txt ] && {PASS}"), &[]);
+    assert_eq!(code, 4, "{stderr}");
+    let record = trial.repo.properties("r");
+    assert!(record["base_junit"].is_null(), "{record:#}");
+    let p = outcome(&record, "test_command");
+    assert_eq!(p["outcome"], "error", "{p:#}");
+    assert!(
+        p["error"]
+            .as_str()
+            .unwrap()
+            .contains("on the base revision"),
+        "{p:#}"
+    );
+}

@@ -67,23 +67,34 @@ fn interpreter(name: &str) -> bool {
     })
 }
 
-/// Interpreter options whose next word is their argument, not the script.
-const OPTIONS_WITH_ARGUMENT: &[&str] = &[
-    "-W",
-    "-X",
-    "-Q",
-    "-r",
-    "--require",
-    "--import",
-    "--loader",
-    "-I",
-    "-M",
-    "-o",
-    "-O",
-    "-C",
-    "--rcfile",
-    "--init-file",
-];
+/// Whether `option` of interpreter `name` takes the next word as its
+/// argument (`python3 -W ignore x.py`); `-O` or `-I` take none in Python.
+fn takes_argument(name: &str, option: &str) -> bool {
+    let family = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let options: &[&str] = match family {
+        "python" | "pypy" => &["-W", "-X", "-Q"],
+        "node" | "nodejs" | "deno" | "bun" => &[
+            "-r",
+            "--require",
+            "--import",
+            "--loader",
+            "-C",
+            "--conditions",
+        ],
+        "perl" => &["-I"],
+        "ruby" => &["-I", "-r"],
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "fish" => {
+            &["-o", "-O", "+o", "+O", "--rcfile", "--init-file"]
+        }
+        _ => &[],
+    };
+    options.contains(&option)
+}
+
+/// Python modules that run the script named after them (`python3 -m
+/// cProfile x.py`, `python3 -m coverage run x.py`).
+const SCRIPT_RUNNING_MODULES: &[&str] =
+    &["cProfile", "profile", "coverage", "trace", "pdb", "runpy"];
 
 /// Options after which an interpreter runs code from the command line,
 /// not a file (a shell's `-c` is read as a command of its own instead).
@@ -151,8 +162,9 @@ fn unwrapped<'a, 'w>(name: &str, args: &'a [&'w str]) -> Option<&'a [&'w str]> {
 }
 
 /// What a segment of a test command runs, besides its program: the script
-/// after an interpreter (or `-m module`), the file a task runner reads;
-/// and, for a shell's `-c`, the words of the command it runs.
+/// after an interpreter (or `-m module`, and the script after a module
+/// that runs one), the file a task runner reads; and, for a shell's `-c`
+/// (also within combined flags: `-ec`), the words of the command it runs.
 fn ran_by<'a, 'w>(
     name: &str,
     args: &'a [&'w str],
@@ -164,22 +176,33 @@ fn ran_by<'a, 'w>(
         let mut i = 0;
         while i < args.len() {
             let w = args[i];
-            if shell && w == "-c" {
+            if shell && w.starts_with('-') && !w.starts_with("--") && w.contains('c') {
                 return (ran, Some(&args[i + 1..]));
             }
             if INLINE_CODE.contains(&w) {
                 break;
             }
             if w == "-m" {
-                if let Some(module) = args.get(i + 1) {
-                    let module = module.replace('.', "/");
-                    for file in [format!("{module}.py"), format!("{module}/__main__.py")] {
-                        ran.extend(inside(cwd, &file));
-                    }
+                let Some(module) = args.get(i + 1) else {
+                    break;
+                };
+                let file = module.replace('.', "/");
+                for f in [format!("{file}.py"), format!("{file}/__main__.py")] {
+                    ran.extend(inside(cwd, &f));
+                }
+                if SCRIPT_RUNNING_MODULES.contains(module) {
+                    // Its first word that is neither an option nor
+                    // `run` (`coverage run x.py`) is the script it runs.
+                    ran.extend(
+                        args[i + 2..]
+                            .iter()
+                            .find(|w| !w.starts_with('-') && **w != "run")
+                            .and_then(|w| inside(cwd, w)),
+                    );
                 }
                 break;
             }
-            if OPTIONS_WITH_ARGUMENT.contains(&w) {
+            if takes_argument(name, w) {
                 i += 2;
                 continue;
             }
@@ -224,83 +247,202 @@ fn ran_by<'a, 'w>(
 /// `cd DIR` moves where later words are read from. A symlink counts with
 /// its target in the tree.
 pub(super) fn runner_files(command: &str, base: &Path, tests: &[String]) -> Result<Vec<String>> {
-    let tests = glob_set(tests, "test glob")?;
-    let real_base = std::fs::canonicalize(base).map_err(|e| Error::read(base, e))?;
-    let mut out = std::collections::BTreeSet::new();
-    let mut protect = |path: &Path, ran: bool| {
-        let Ok(meta) = std::fs::symlink_metadata(base.join(path)) else {
-            return;
+    let mut scan = Scan {
+        base,
+        real_base: std::fs::canonicalize(base).map_err(|e| Error::read(base, e))?,
+        tests: glob_set(tests, "test glob")?,
+        out: std::collections::BTreeSet::new(),
+        followed: std::collections::BTreeSet::new(),
+    };
+    scan.command(command, &mut PathBuf::new(), 0);
+    Ok(scan.out.into_iter().collect())
+}
+
+/// How deep [`Scan`] follows files that run commands (a Makefile's recipe
+/// that runs a script that runs the runner is three).
+const FOLLOW_DEPTH: usize = 4;
+
+/// The largest file [`Scan`] reads to follow the commands in it.
+const FOLLOW_CAP: u64 = 256 * 1024;
+
+/// One reading of a test command for [`runner_files`].
+struct Scan<'b> {
+    base: &'b Path,
+    real_base: PathBuf,
+    tests: GlobSet,
+    out: std::collections::BTreeSet<String>,
+    /// Files whose commands were read already.
+    followed: std::collections::BTreeSet<PathBuf>,
+}
+
+impl Scan<'_> {
+    /// Protects `path` if it is a file of the base: always when the command
+    /// runs it (`ran`), else only when it is not a test file. Returns the
+    /// files protected (a symlink and its in-tree target).
+    fn protect(&mut self, path: &Path, ran: bool) -> Vec<PathBuf> {
+        let Ok(meta) = std::fs::symlink_metadata(self.base.join(path)) else {
+            return Vec::new();
         };
-        if !ran && tests.is_match(path) {
-            return;
+        if !ran && self.tests.is_match(path) {
+            return Vec::new();
         }
+        let mut found = Vec::new();
         if meta.file_type().is_symlink() {
-            out.insert(path.to_string_lossy().into_owned());
-            if let Ok(target) = std::fs::canonicalize(base.join(path))
-                && let Ok(rel) = target.strip_prefix(&real_base)
+            self.out.insert(path.to_string_lossy().into_owned());
+            if let Ok(target) = std::fs::canonicalize(self.base.join(path))
+                && let Ok(rel) = target.strip_prefix(&self.real_base)
                 && target.is_file()
             {
-                out.insert(rel.to_string_lossy().into_owned());
+                self.out.insert(rel.to_string_lossy().into_owned());
+                found.push(rel.to_path_buf());
             }
         } else if meta.is_file() {
-            out.insert(path.to_string_lossy().into_owned());
+            self.out.insert(path.to_string_lossy().into_owned());
+            found.push(path.to_path_buf());
         }
-    };
-    let mut cwd = PathBuf::new();
-    for segment in command.split(['\n', ';', '&', '|', '(', ')', '`']) {
-        let words: Vec<&str> = segment
-            .split_whitespace()
-            .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
-            .filter(|w| !w.is_empty())
-            .collect();
-        let mut words: &[&str] = &words;
-        // Each round reads one program: a wrapper's or a shell's `-c`
-        // command is read as a program of its own.
-        for _ in 0..8 {
-            // Leading `NAME=value` assignments are not words of the program.
-            let start = words
-                .iter()
-                .position(|w| !w.contains('=') || w.starts_with('-'))
-                .unwrap_or(words.len());
-            let Some((&program, args)) = words[start..].split_first() else {
-                break;
-            };
-            if program == "cd" {
-                cwd = args
-                    .first()
-                    .and_then(|d| inside(&cwd, d))
-                    .unwrap_or_default();
-                break;
-            }
-            let name = Path::new(program)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // A bare program name is looked up in `PATH`, not in the tree.
-            let mut ran: Vec<PathBuf> = inside(&cwd, program)
-                .filter(|_| program.contains('/'))
-                .into_iter()
-                .collect();
-            let (by, inner) = ran_by(&name, args, &cwd);
-            ran.extend(by);
-            for path in &ran {
-                protect(path, true);
-            }
-            for w in args
-                .iter()
-                .filter(|w| !w.starts_with('-') && !w.contains('='))
-            {
-                if let Some(path) = inside(&cwd, w) {
-                    protect(&path, false);
+        found
+    }
+
+    /// Reads the commands in a file the command runs: a Makefile's
+    /// recipes, a script's lines (a fourth review had `make test` and
+    /// `./ci/test.sh` run a runner that was not protected).
+    fn follow(&mut self, file: &Path, cwd: &Path, depth: usize) {
+        if depth >= FOLLOW_DEPTH || !self.followed.insert(file.to_path_buf()) {
+            return;
+        }
+        let full = self.base.join(file);
+        let Ok(bytes) = crate::input::read_file(&full, FOLLOW_CAP) else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let makefile =
+            TASK_FILES.iter().any(|(_, files)| files.contains(&name)) || name.ends_with(".mk");
+        // Only shell scripts and Makefiles hold commands; a Python runner's
+        // lines are code (what it imports is a stated limit).
+        let shebang = text.lines().next().unwrap_or("");
+        let shell = name.ends_with(".sh")
+            || name.ends_with(".bash")
+            || (shebang.starts_with("#!")
+                && ["sh", "bash", "dash", "zsh", "ksh"]
+                    .iter()
+                    .any(|sh| shebang.split(['/', ' ']).any(|w| w == *sh)));
+        if !makefile && !shell {
+            return;
+        }
+        for line in text.lines() {
+            let line = if makefile {
+                // Recipe lines start with a tab; `@`, `-`, `+` prefix them.
+                match line.strip_prefix('\t') {
+                    Some(recipe) => recipe.trim_start_matches(['@', '-', '+']),
+                    None => continue,
                 }
+            } else {
+                line
+            };
+            if line.trim_start().starts_with('#') {
+                continue;
             }
-            match inner.or_else(|| unwrapped(&name, args)) {
-                Some(next) => words = next,
-                None => break,
+            self.command(line, &mut cwd.to_path_buf(), depth + 1);
+        }
+    }
+
+    /// The commands of a `package.json` script (`npm test`, `npm run X`,
+    /// `yarn X`, `pnpm X`), its `pre` and `post` scripts with it.
+    fn package_script(&mut self, tool: &str, args: &[&str], cwd: &Path, depth: usize) {
+        let script = match args {
+            ["test" | "t", ..] => "test",
+            ["run" | "run-script", name, ..] => name,
+            [name, ..] if tool != "npm" && !name.starts_with('-') => name,
+            _ => return,
+        };
+        let Some(manifest) = inside(cwd, "package.json") else {
+            return;
+        };
+        self.protect(&manifest, true);
+        let Ok(bytes) = crate::input::read_file(&self.base.join(&manifest), FOLLOW_CAP) else {
+            return;
+        };
+        let Ok(json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            return;
+        };
+        for key in [
+            format!("pre{script}"),
+            script.to_string(),
+            format!("post{script}"),
+        ] {
+            if let Some(cmd) = json["scripts"][key.as_str()].as_str() {
+                self.command(cmd, &mut cwd.to_path_buf(), depth + 1);
             }
         }
     }
-    Ok(out.into_iter().collect())
+
+    /// Reads one command line (`cwd`: where it runs, moved by `cd`).
+    fn command(&mut self, command: &str, cwd: &mut PathBuf, depth: usize) {
+        if depth > FOLLOW_DEPTH {
+            return;
+        }
+        for segment in command.split(['\n', ';', '&', '|', '(', ')', '`']) {
+            let words: Vec<&str> = segment
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
+                .filter(|w| !w.is_empty())
+                .collect();
+            let mut words: &[&str] = &words;
+            // Each round reads one program: a wrapper's or a shell's `-c`
+            // command is read as a program of its own.
+            for _ in 0..8 {
+                // Leading `NAME=value` assignments are not words of the
+                // program.
+                let start = words
+                    .iter()
+                    .position(|w| !w.contains('=') || w.starts_with('-'))
+                    .unwrap_or(words.len());
+                let Some((&program, args)) = words[start..].split_first() else {
+                    break;
+                };
+                if program == "cd" {
+                    *cwd = args
+                        .first()
+                        .and_then(|d| inside(cwd, d))
+                        .unwrap_or_default();
+                    break;
+                }
+                let name = Path::new(program)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                // A bare program name is looked up in `PATH`, not in the
+                // tree.
+                let mut ran: Vec<PathBuf> = inside(cwd, program)
+                    .filter(|_| program.contains('/'))
+                    .into_iter()
+                    .collect();
+                let (by, inner) = ran_by(&name, args, cwd);
+                ran.extend(by);
+                if matches!(name.as_str(), "npm" | "yarn" | "pnpm") {
+                    self.package_script(&name, args, cwd, depth);
+                }
+                for path in &ran {
+                    for file in self.protect(path, true) {
+                        self.follow(&file, cwd, depth);
+                    }
+                }
+                for w in args
+                    .iter()
+                    .filter(|w| !w.starts_with('-') && !w.contains('='))
+                {
+                    if let Some(path) = inside(cwd, w) {
+                        self.protect(&path, false);
+                    }
+                }
+                match inner.or_else(|| unwrapped(&name, args)) {
+                    Some(next) => words = next,
+                    None => break,
+                }
+            }
+        }
+    }
 }
 
 /// Paths no patch may touch; `runners`: the test command's own files
@@ -664,6 +806,43 @@ mod tests {
             runners("python3 -c 'import x' tests/test_x.py"),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn what_a_makefile_a_script_or_a_package_script_runs_is_the_runner_too() {
+        // Round 4 of the fifth review: each of these ran a runner under
+        // the test globs that no rule named.
+        let base = tempfile::tempdir().unwrap();
+        let file = |rel: &str, text: &str| {
+            let p = base.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        file("tests/runner.py", "import os\nopen('README.md')\n");
+        file("README.md", "");
+        file("Makefile", "test:\n\t@python3 tests/runner.py\n");
+        file(
+            "ci/test.sh",
+            "#!/bin/sh\nset -e\nexec python3 tests/runner.py\n",
+        );
+        file(
+            "package.json",
+            r#"{"scripts": {"test": "python3 tests/runner.py"}}"#,
+        );
+        let globs = ["tests/**".to_string()];
+        let runners = |cmd: &str| runner_files(cmd, base.path(), &globs).unwrap();
+        assert_eq!(runners("make test"), ["Makefile", "tests/runner.py"]);
+        assert_eq!(runners("./ci/test.sh"), ["ci/test.sh", "tests/runner.py"]);
+        assert_eq!(runners("npm test"), ["package.json", "tests/runner.py"]);
+        for cmd in [
+            "python3 -O tests/runner.py",
+            "python3 -I tests/runner.py",
+            "bash -ec 'python3 tests/runner.py'",
+            "python3 -m cProfile tests/runner.py",
+            "python3 -m coverage run tests/runner.py",
+        ] {
+            assert_eq!(runners(cmd), ["tests/runner.py"], "{cmd}");
+        }
     }
 
     /// A tree of links, `(path, target)`, beside a file `f` and a dir `d`.

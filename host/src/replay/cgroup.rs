@@ -141,6 +141,35 @@ impl Cgroup {
         Ok(())
     }
 
+    /// Sends SIGKILL to every process left in the cgroups but this one
+    /// (whose sandbox thread may still be a member), until none is left or
+    /// a second has passed: a command's processes never outlive its run.
+    pub(crate) fn kill_all(&self) {
+        let me = std::process::id();
+        for _ in 0..50 {
+            let mut left = false;
+            for (dir, _) in std::iter::once(&self.memory).chain(&self.pids) {
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                for pid in procs
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok())
+                {
+                    if pid != me {
+                        left = true;
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(pid as i32),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                    }
+                }
+            }
+            if !left {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Whether the kernel killed a process of the cgroup for memory.
     pub(crate) fn oom_killed(&self) -> bool {
         std::fs::read_to_string(self.memory.0.join("memory.oom_control"))

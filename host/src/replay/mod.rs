@@ -498,6 +498,21 @@ impl Session<'_, '_> {
                     "the test command was killed by a signal before it exited: its report is not the runner's account".into(),
                 ),
                 (None, Some((_, bytes))) => failed_but_reported_green(run, bytes),
+            })
+            .or_else(|| {
+                // A baseline that was asked for and gave no report leaves
+                // `tests_pass` nothing to compare with: not a quiet pass
+                // (another run beside it could starve it on purpose).
+                let baseline = test_run.as_ref()?.baseline.as_ref()?;
+                match (&baseline.stopped, &base_junit) {
+                    (Some(why), _) => Some(format!(
+                        "the test command was stopped ({why}) on the base revision, so the tests that passed there are unknown; `--no-test-baseline` judges without them"
+                    )),
+                    (None, None) => Some(
+                        "the test command wrote no report on the base revision, so the tests that passed there are unknown; `--no-test-baseline` judges without them".into(),
+                    ),
+                    (None, Some(_)) => None,
+                }
             });
         let second_spec = spec.with_report(junit, test_run, base_junit);
         let second_session = Session {

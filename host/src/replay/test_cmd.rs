@@ -169,7 +169,7 @@ pub fn run_tests(
         std::fs::create_dir(dir).map_err(|e| Error::write(dir, e))?;
     }
     let report = report_dir.join("junit.xml");
-    let host_user = host_root().then_some(SANDBOX_HOST_ID);
+    let host_user = host_root().then(sandbox_host_id);
     if let Some(id) = host_user {
         give_away(tmp.path(), id)?;
     }
@@ -589,13 +589,21 @@ impl Jail<'_> {
                 polls = polls.wrapping_add(1);
                 stopped = stopped.or(members.over(test, polls.is_multiple_of(MEMORY_EVERY)));
                 if stopped.is_some() {
-                    // Kills the sandbox's first process; the kernel then
-                    // kills every process left in its PID namespace.
+                    // Kills the process the sandbox runs first (its PID
+                    // namespace's init: the kernel then kills every
+                    // process left in that namespace), then the sandbox's
+                    // own helper. Not the helper alone: a command can clear
+                    // its init's death signal (a fourth review did, with
+                    // gdb) and outlive it.
+                    kill_children(child.id());
                     let _ = child.kill();
                 }
             }
             std::thread::sleep(POLL);
         };
+        if let Some(c) = cgroup {
+            c.kill_all();
+        }
         let completion_ids = pumps.finish();
         if stopped.is_none() && cgroup.is_some_and(|c| c.oom_killed()) {
             stopped = Some(STOPPED_MEMORY);
@@ -698,6 +706,38 @@ fn drop_thread_to(id: u32) -> std::io::Result<()> {
     // `uid_map`. Nothing here holds a secret.
     nix::sys::prctl::set_dumpable(true).map_err(std::io::Error::from)?;
     Ok(())
+}
+
+/// Sends SIGKILL to every child of `pid` (each of its threads' children).
+fn kill_children(pid: u32) {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for thread in threads.flatten() {
+        let Ok(list) = std::fs::read_to_string(thread.path().join("children")) else {
+            continue;
+        };
+        for child in list
+            .split_whitespace()
+            .filter_map(|c| c.parse::<i32>().ok())
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// The host uid (and gid) one run of the test command gets as root: one of
+/// 2^20 from [`SANDBOX_HOST_ID`] up, by this process and a count, so that
+/// runs side by side do not share the kernel's per-user limits (a fourth
+/// review exhausted another trial's inotify instances through the one uid
+/// they shared).
+fn sandbox_host_id() -> u32 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed) as u32;
+    SANDBOX_HOST_ID + (((std::process::id() & 0xffff) << 4) | (n & 0xf))
 }
 
 /// Makes `id` (uid and gid) the owner of `dir` and of everything in it,
