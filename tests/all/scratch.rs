@@ -62,3 +62,56 @@ fn a_leftover_temp_file_in_the_ledger_is_never_read_as_a_record() {
         .collect();
     assert!(!runs.iter().any(|r| r.contains("tmp")), "{runs:?}");
 }
+
+// Found by the fifth review's fourth round: as root, a killed check's
+// scratch directory had been given to the sandbox's user, and the next
+// run's sweep (which judges only its own user's directories) kept it.
+#[test]
+fn a_check_killed_while_its_test_command_runs_leaves_nothing_the_next_run_keeps() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempdir();
+    // As /tmp is: as root, the sandbox's user makes its runtime directory
+    // there.
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let repo = DemoRepo::new();
+    repo.capture("r", "good");
+    repo.capture("s", "good");
+    let cache = cache_dir();
+    let check = |run: &str, cmd: &str| {
+        let mut c = command(repo.path());
+        c.args(["check", "--run", run, "--base", &repo.base])
+            .args(["--cache-dir", cache.to_str().unwrap()])
+            .args(["--test-cmd", cmd, "--no-test-baseline"])
+            .env("TMPDIR", tmp.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    };
+    let mut killed = check("r", "sleep 60").spawn().unwrap();
+    // Until its test command runs (the scratch directory holds its copy).
+    let started = std::time::Instant::now();
+    while !std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .any(|e| e.path().join("report").exists())
+    {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the test command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let out = check("s", "true").output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("agent-ledger-trial-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

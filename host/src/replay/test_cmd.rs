@@ -169,9 +169,26 @@ pub fn run_tests(
         std::fs::create_dir(dir).map_err(|e| Error::write(dir, e))?;
     }
     let report = report_dir.join("junit.xml");
+    // Where the sandbox keeps the empty directories it shows over hidden
+    // ones: its own, so that the scratch directory itself stays ours.
+    let jail_scratch = tmp.path().join("jail");
+    std::fs::create_dir(&jail_scratch).map_err(|e| Error::write(&jail_scratch, e))?;
     let host_user = host_root().then(sandbox_host_id);
     if let Some(id) = host_user {
-        give_away(tmp.path(), id)?;
+        // The scratch directory stays root's (a later run's sweep removes
+        // it if this one is killed: it judges only directories of its own
+        // user) and only traversable; what is in it is the sandbox user's,
+        // but for the lock that marks it ours.
+        use std::os::unix::fs::PermissionsExt;
+        let top = tmp.path();
+        std::fs::set_permissions(top, std::fs::Permissions::from_mode(0o711))
+            .map_err(|e| Error::write(top, e))?;
+        for entry in std::fs::read_dir(top).map_err(|e| Error::read(top, e))? {
+            let entry = entry.map_err(|e| Error::read(top, e))?;
+            if !entry.file_name().to_string_lossy().contains("owner.lock") {
+                give_away(&entry.path(), id)?;
+            }
+        }
     }
     let mut hidden = test.hidden.clone();
     hidden.push(repo.root.clone());
@@ -193,7 +210,7 @@ pub fn run_tests(
         report_dir: &report_dir,
         hidden: &hidden,
         read_only: &read_only,
-        scratch: tmp.path(),
+        scratch: &jail_scratch,
         network: false,
         host_user,
     };
@@ -740,11 +757,18 @@ fn sandbox_host_id() -> u32 {
     SANDBOX_HOST_ID + (((std::process::id() & 0xffff) << 4) | (n & 0xf))
 }
 
-/// Makes `id` (uid and gid) the owner of `dir` and of everything in it,
-/// symlinks themselves included (never followed).
+/// Makes `id` (uid and gid) the owner of `dir` (a directory or a file) and
+/// of everything in it, symlinks themselves included (never followed).
 fn give_away(dir: &Path, id: u32) -> Result<()> {
-    let mut stack = vec![dir.to_path_buf()];
     std::os::unix::fs::lchown(dir, Some(id), Some(id)).map_err(|e| Error::write(dir, e))?;
+    let is_dir = std::fs::symlink_metadata(dir)
+        .map_err(|e| Error::read(dir, e))?
+        .is_dir();
+    let mut stack: Vec<PathBuf> = if is_dir {
+        vec![dir.to_path_buf()]
+    } else {
+        Vec::new()
+    };
     while let Some(next) = stack.pop() {
         for entry in std::fs::read_dir(&next).map_err(|e| Error::read(&next, e))? {
             let entry = entry.map_err(|e| Error::read(&next, e))?;
