@@ -1733,6 +1733,7 @@ fn a_key_handed_over_on_a_descriptor_never_touches_the_disk() {
         let mut cmd = std::process::Command::new("sh");
         cmd.current_dir(dir)
             .env("AGENT_LEDGER_RUNS_DIR", runs_dir())
+            .env("AGENT_LEDGER_ALLOW_ROOT_AGENT", "1")
             .env("AL", env!("CARGO_BIN_EXE_agent-ledger"))
             .env("T", &trace)
             .env("W", &ws)
@@ -1846,4 +1847,39 @@ fn span_bijection_tells_a_non_utf8_path_from_a_traced_path_it_resembles() {
             .any(|f| f["message"].as_str().unwrap().starts_with("ghost: ")),
         "{p}"
     );
+}
+
+// Found by the fifth review's third round (against the test command's
+// sandbox, which `trace exec` shares): as host root, a sandboxed command is
+// still host uid 0, which kernel settings trust without capabilities (it
+// pointed `kernel.core_pattern` at its own script). `trace exec` refuses to
+// run an agent's command as host root unless the operator accepts that.
+#[test]
+fn trace_exec_as_host_root_is_refused_unless_the_operator_accepts_it() {
+    let r = Run::begin("a1");
+    let mut cmd = command(&r.workspace);
+    cmd.env("AGENT_LEDGER_TRACE", &r.trace)
+        .env_remove("AGENT_LEDGER_ALLOW_ROOT_AGENT");
+    let out = run_command(cmd, &["trace", "exec", "--", "true"], None);
+    let root = std::fs::read_to_string("/proc/self/uid_map")
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        == ["0", "0", "4294967295"]
+        && std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    if root {
+        out.assert_code(65);
+        assert!(
+            out.stderr.contains("AGENT_LEDGER_ALLOW_ROOT_AGENT"),
+            "{}",
+            out.stderr
+        );
+        // Accepted by the operator, it runs.
+        r.al(&["trace", "exec", "--", "true"], None).assert_code(0);
+    } else {
+        out.assert_code(0);
+    }
 }

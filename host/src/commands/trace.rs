@@ -557,6 +557,17 @@ fn run_sandboxed(
     let cwd = std::env::current_dir()
         .ok()
         .filter(|d| d.starts_with(&root));
+    // As host root the agent's command would still be host uid 0 in the
+    // sandbox (it writes the operator's own workspace, so it cannot be
+    // another user as the test command is), and kernel interfaces trust
+    // uid 0 without capabilities: a review had such a command point
+    // `kernel.core_pattern` at its own script, which the kernel ran as
+    // host root.
+    if crate::replay::test_cmd::host_root() && !root_agent_allowed() {
+        return Err(Error::Refused(
+            "trace exec runs the agent's command as this user, and this user is root: in the sandbox it would still be host uid 0, which kernel settings and control files trust without capabilities (a command could run code as host root). Run agent-ledger as an unprivileged user, or set AGENT_LEDGER_ALLOW_ROOT_AGENT=1 to accept that".into(),
+        ));
+    }
     match jail.probe() {
         Ok(()) => {
             // The sandbox's exec does not search PATH; the sandbox sees the
@@ -592,6 +603,12 @@ fn run_sandboxed(
             "the traced command's sandbox cannot be made here ({why}), so it would see the trace and its key; pass --allow-unsandboxed to run it anyway"
         ))),
     }
+}
+
+/// Whether the operator accepts traced commands run as host root
+/// (`AGENT_LEDGER_ALLOW_ROOT_AGENT=1`).
+fn root_agent_allowed() -> bool {
+    std::env::var_os("AGENT_LEDGER_ALLOW_ROOT_AGENT").is_some_and(|v| v == "1")
 }
 
 /// Whether the operator allowed traced commands without a sandbox

@@ -643,7 +643,7 @@ impl Jail<'_> {
 /// namespace, whose `uid_map` is the whole identity (uid 0 inside a user
 /// namespace of its own is another host user, or maps too few ids to give
 /// files to [`SANDBOX_HOST_ID`]).
-pub(super) fn host_root() -> bool {
+pub(crate) fn host_root() -> bool {
     nix::unistd::geteuid().is_root()
         && std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|map| {
             map.lines().any(|l| {
