@@ -48,6 +48,18 @@ pub fn command(dir: &Path) -> Command {
     cmd
 }
 
+/// Whether the tests run as uid 0 of the host (root in the initial user
+/// namespace): what `check` and `trace exec` treat differently as root.
+pub fn host_root() -> bool {
+    let uid_map = std::fs::read_to_string("/proc/self/uid_map").unwrap();
+    let identity = uid_map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"];
+    identity
+        && std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+}
+
 /// The run registry of the running test: its own, so that a run one test
 /// begins does not refuse another test's unauthenticated adapter calls.
 /// Tests run on threads named after them.

@@ -526,17 +526,10 @@ fn a_fork_bomb_in_the_test_command_fails_to_fork_past_the_cap() {
     if record["test_run"]["stopped"].is_null() {
         assert_miss(&record, "tests_pass", "", "the attack failed");
     } else {
-        assert!(nix_is_root(), "{record:#}");
+        assert!(host_root(), "{record:#}");
         assert_eq!(record["test_run"]["stopped"], "process_cap", "{record:#}");
         assert_eq!(outcome(&record, "test_command")["outcome"], "error");
     }
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
 /// Runs `hog` (which claims a pass once it holds its memory) under
@@ -601,7 +594,7 @@ fn memory_in_a_nested_pid_namespace_counts_towards_the_cap() {
 
 #[test]
 fn detached_system_v_shared_memory_counts_towards_the_cap_as_root() {
-    if !nix_is_root() {
+    if !host_root() {
         // Only root may join the sandbox's IPC namespace to see it: a
         // stated limit (SECURITY.md), not something this test can check.
         return;

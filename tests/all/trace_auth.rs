@@ -86,6 +86,25 @@ impl Run {
     }
 }
 
+/// Writes the index of the repository at `dir` (after `git add -A` when
+/// `add`) as a binary diff to `out`, and returns `out`.
+fn staged_diff(dir: &Path, out: &Path, add: bool) -> PathBuf {
+    if add {
+        git(dir, &["add", "-A"]);
+    }
+    git(
+        dir,
+        &[
+            "diff",
+            "--cached",
+            "--binary",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    out.to_path_buf()
+}
+
 fn sha256(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
@@ -1459,17 +1478,10 @@ fn span_bijection_finds_breaks_and_mode_changes_in_the_patch() {
     .unwrap();
     // `trace end` refuses such a run; the agent hands over its own diff.
     r.al(&["trace", "end"], None).assert_code(1);
-    git(&r.workspace, &["add", "-A"]);
-    let diff = r.trace.with_file_name("laundered.diff");
-    git(
+    let diff = staged_diff(
         &r.workspace,
-        &[
-            "diff",
-            "--cached",
-            "--binary",
-            "--output",
-            diff.to_str().unwrap(),
-        ],
+        &r.trace.with_file_name("laundered.diff"),
+        true,
     );
     let p = span_bijection_of(&r, "laundered", &diff, 4);
     assert_eq!(p["outcome"], "miss", "{p}");
@@ -1698,17 +1710,7 @@ fn span_bijection_does_not_take_a_submodule_for_a_deleted_file() {
             "160000,1111111111111111111111111111111111111111,README.md",
         ],
     );
-    let diff = clone.path().join("evil.diff");
-    git(
-        &c,
-        &[
-            "diff",
-            "--cached",
-            "--binary",
-            "--output",
-            diff.to_str().unwrap(),
-        ],
-    );
+    let diff = staged_diff(&c, &clone.path().join("evil.diff"), false);
     let p = span_bijection_of(&r, "gitlink", &diff, 4);
     assert_eq!(p["outcome"], "miss", "{p}");
     assert!(
@@ -1825,18 +1827,7 @@ fn span_bijection_tells_a_non_utf8_path_from_a_traced_path_it_resembles() {
         "import os\n",
     )
     .unwrap();
-    git(&r.workspace, &["add", "-A"]);
-    let diff = r.trace.with_file_name("lossy.diff");
-    git(
-        &r.workspace,
-        &[
-            "diff",
-            "--cached",
-            "--binary",
-            "--output",
-            diff.to_str().unwrap(),
-        ],
-    );
+    let diff = staged_diff(&r.workspace, &r.trace.with_file_name("lossy.diff"), true);
     let p = span_bijection_of(&r, "lossy", &diff, 4);
     assert_eq!(p["outcome"], "miss", "{p}");
     assert!(
@@ -1861,16 +1852,7 @@ fn trace_exec_as_host_root_is_refused_unless_the_operator_accepts_it() {
     cmd.env("AGENT_LEDGER_TRACE", &r.trace)
         .env_remove("AGENT_LEDGER_ALLOW_ROOT_AGENT");
     let out = run_command(cmd, &["trace", "exec", "--", "true"], None);
-    let root = std::fs::read_to_string("/proc/self/uid_map")
-        .unwrap()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        == ["0", "0", "4294967295"]
-        && std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
-    if root {
+    if host_root() {
         out.assert_code(65);
         assert!(
             out.stderr.contains("AGENT_LEDGER_ALLOW_ROOT_AGENT"),

@@ -522,7 +522,11 @@ impl Jail<'_> {
         test: &TestCommand,
         echo: bool,
     ) -> Result<Ran> {
-        let cgroup = super::cgroup::Cgroup::new(test.memory, test.max_procs);
+        // Only as host root, where the sandbox is made by a thread of the
+        // host user that joins the cgroup before it drops to that user.
+        let cgroup = self
+            .host_user
+            .and_then(|_| super::cgroup::Cgroup::new(test.memory, test.max_procs));
         // Started here, as this process's user: joining the sandbox's IPC
         // namespace needs root.
         let first = Arc::new(std::sync::atomic::AtomicU32::new(0));
@@ -565,14 +569,9 @@ impl Jail<'_> {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        // With a host user, this thread joined the cgroup before it dropped
-        // to that user (and cannot leave it after).
-        let cgroup_here = if self.host_user.is_some() {
-            None
-        } else {
-            cgroup
-        };
-        let mut child = in_cgroup(cgroup_here, || cmd.spawn())?
+        // Born in the cgroup, if any: this thread joined it (`as_user`).
+        let mut child = cmd
+            .spawn()
             .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
         first.store(child.id(), Ordering::Relaxed);
         let pumps = Pumps::start(
