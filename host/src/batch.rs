@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 pub const MANIFEST_SCHEMA: u32 = 1;
 
 /// One trial of a manifest. Paths are relative to the manifest's directory.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Line {
     /// The manifest format; 1 when absent.
@@ -65,6 +65,57 @@ pub struct Line {
     /// a re-run batch write byte-identical records.
     #[serde(default)]
     pub captured_at: Option<String>,
+    /// The evaluator's test patch (as `check --eval-patch`): a file, or the
+    /// diff itself inline (a string holding a newline is the text).
+    #[serde(default)]
+    pub eval_patch: Option<String>,
+    /// Tests that fail on the base and must pass (SWE-bench's
+    /// `FAIL_TO_PASS`): a list, or a JSON-encoded list in a string.
+    #[serde(default, deserialize_with = "id_list")]
+    #[schemars(with = "IdList")]
+    pub fail_to_pass: Vec<String>,
+    /// Tests that must keep passing (`PASS_TO_PASS`), the same way.
+    #[serde(default, deserialize_with = "id_list")]
+    #[schemars(with = "IdList")]
+    pub pass_to_pass: Vec<String>,
+    /// As `check --require-pass`.
+    #[serde(default, deserialize_with = "id_list")]
+    #[schemars(with = "IdList")]
+    pub require_pass: Vec<String>,
+    /// As `check --test-ro` (host paths, absolute).
+    #[serde(default)]
+    pub test_ro: Vec<PathBuf>,
+    /// As `check --test-env` (`NAME` or `NAME=VALUE`).
+    #[serde(default)]
+    pub test_env: Vec<String>,
+    /// As `check --test-log-parser`: `sympy`, `django` or `pytest`.
+    #[serde(default)]
+    pub log_parser: Option<String>,
+    /// A label for reports (`report --swebench`): the benchmark instance
+    /// the trial evaluates. Not part of the trial.
+    #[serde(default)]
+    pub instance_id: Option<String>,
+    /// A label for reports: the model whose prediction the body is.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// A list of test ids, or SWE-bench's spelling of one: a string holding a
+/// JSON list.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum IdList {
+    List(Vec<String>),
+    Encoded(String),
+}
+
+fn id_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    match IdList::deserialize(d)? {
+        IdList::List(l) => Ok(l),
+        IdList::Encoded(s) => serde_json::from_str::<Vec<String>>(&s).map_err(|e| {
+            serde::de::Error::custom(format!("a string of test ids must hold a JSON list: {e}"))
+        }),
+    }
 }
 
 /// Which trials of the manifest this process runs (`--partition`), as
@@ -324,6 +375,23 @@ fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
     if let Some(t) = &l.captured_at {
         crate::clock::parse_time(t).map_err(|e| format!("field `captured_at`: {e}"))?;
     }
+    if let Some(p) = &l.log_parser
+        && crate::logparse::LogParser::parse(p).is_none()
+    {
+        return Err(format!(
+            "field `log_parser`: unknown log parser `{p}` (sympy, django or pytest)"
+        ));
+    }
+    if l.test_cmd.is_none()
+        && (l.eval_patch.is_some()
+            || !l.test_ro.is_empty()
+            || !l.test_env.is_empty()
+            || l.log_parser.is_some())
+    {
+        return Err(
+            "fields `eval_patch`, `test_ro`, `test_env` and `log_parser` need `test_cmd`".into(),
+        );
+    }
     let abs = |p: &Path| {
         if p.is_absolute() {
             p.to_path_buf()
@@ -336,6 +404,14 @@ fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
     l.repo = abs(&l.repo);
     l.config = l.config.as_deref().map(abs);
     l.junit = l.junit.as_deref().map(abs);
+    // A file name, made absolute; a diff given inline holds a newline.
+    l.eval_patch = l.eval_patch.map(|e| {
+        if e.contains('\n') {
+            e
+        } else {
+            abs(Path::new(&e)).to_string_lossy().into_owned()
+        }
+    });
     Ok(l)
 }
 
@@ -578,6 +654,32 @@ fn check_trial(
         None => None,
     };
     let hidden = options.cache_dir.clone().into_iter().collect();
+    let tests_config = &config.config.tests;
+    let env = crate::resolve::test_env(&l.test_env, &tests_config.env)?;
+    let mut read_only = tests_config.read_only.clone();
+    read_only.extend(l.test_ro.iter().cloned());
+    let eval_patch = match &l.eval_patch {
+        Some(text) if text.contains('\n') => Some(crate::evaluation::TestPatch::new(
+            text.clone().into_bytes(),
+            "the manifest's inline `eval_patch`",
+        )?),
+        Some(file) => {
+            let path = PathBuf::from(file);
+            Some(crate::evaluation::TestPatch::new(
+                crate::input::read_file(&path, crate::input::BODY_CAP)?,
+                path.display().to_string(),
+            )?)
+        }
+        None => None,
+    };
+    let evaluation = crate::resolve::evaluation(
+        eval_patch,
+        crate::record::RequiredTests {
+            fail_to_pass: l.fail_to_pass.clone(),
+            pass_to_pass: l.pass_to_pass.clone(),
+            require_pass: l.require_pass.clone(),
+        },
+    );
     let spec = TrialSpec {
         run,
         repo,
@@ -597,8 +699,15 @@ fn check_trial(
                 max_procs: options.test_max_procs,
                 baseline: options.test_baseline,
                 hidden,
+                read_only,
+                env,
+                log_parser: l
+                    .log_parser
+                    .as_deref()
+                    .and_then(crate::logparse::LogParser::parse),
             }),
         now: None,
+        evaluation,
     };
     let tree = bases.get(&spec.repo, &base)?;
     let checked = check_on(&spec, sandbox, Some(&tree))?;

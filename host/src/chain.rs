@@ -70,6 +70,15 @@ pub enum Locked {
     EmptyRoots(Vec<String>),
 }
 
+/// What a lock holds besides the fixture roots' files.
+#[derive(Debug, Clone, Default)]
+pub struct LockExtras {
+    /// The evaluator's test patch as it leaves the base.
+    pub evaluation: Option<crate::record::LockedEvaluation>,
+    /// `[fixtures] none`: why the repository has no fixture directory.
+    pub none: Option<String>,
+}
+
 /// Hashes `roots` under `tree` and writes the run's lock, which builds on
 /// `transcript`. `base_revision` names the revision `tree` was checked out
 /// from, when it was.
@@ -80,12 +89,14 @@ pub fn write_lock(
     roots: &[String],
     base_revision: Option<&str>,
     transcript: &Loaded<TranscriptReceipt>,
+    extras: LockExtras,
 ) -> Result<Locked> {
     let roots = roots
         .iter()
         .map(|r| lock::normalize_root(r))
         .collect::<Result<Vec<_>>>()?;
-    if roots.is_empty() {
+    let has_extras = extras.evaluation.is_some() || extras.none.is_some();
+    if roots.is_empty() && !has_extras {
         return Ok(Locked::NoRoots);
     }
     let path = ledger.lock(run);
@@ -99,13 +110,15 @@ pub fn write_lock(
     if !scanned.empty_roots.is_empty() {
         return Ok(Locked::EmptyRoots(scanned.empty_roots));
     }
-    let record = lock::build(
+    let mut record = lock::build(
         run,
         &transcript.sha256,
         base_revision,
         roots,
         scanned.entries,
     );
+    record.evaluation = extras.evaluation;
+    record.none = extras.none;
     let sha256 = ledger::write_record(&path, &record)?;
     Ok(Locked::Written(Box::new(Loaded {
         record,
@@ -141,6 +154,11 @@ pub fn store_properties(
 /// different one).
 pub fn store_junit(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredFile> {
     store_report(ledger.junit(run), bytes, "test report")
+}
+
+/// Writes the evaluator's test patch beside the property record.
+pub fn store_eval_patch(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredFile> {
+    store_report(ledger.eval_patch(run), bytes, "evaluator's test patch")
 }
 
 /// Writes the report the test command wrote on the base revision.

@@ -29,6 +29,8 @@ pub struct TrialSpec {
     /// The instant flake expiry is judged against; default the transcript's
     /// `captured_at`, so a replay reproduces byte for byte.
     pub now: Option<OffsetDateTime>,
+    /// The evaluator's inputs: a test patch and the tests that decide.
+    pub evaluation: crate::evaluation::Inputs,
 }
 
 /// What `check` decided and wrote.
@@ -70,7 +72,10 @@ pub fn check_on(
                 None => TrialTrees::new(&spec.repo, &spec.base)?,
             };
             let lock = match chain::read_lock(&spec.ledger, &spec.run, &transcript.loaded)? {
-                Some(l) => Some(l),
+                Some(l) => {
+                    trusted_for(spec, &l)?;
+                    Some(l)
+                }
                 None => match chain::write_lock(
                     &spec.ledger,
                     &spec.run,
@@ -78,6 +83,18 @@ pub fn check_on(
                     &spec.config.config.fixtures.roots,
                     Some(&spec.base),
                     &transcript.loaded,
+                    chain::LockExtras {
+                        evaluation: match &spec.evaluation.patch {
+                            Some(p) => Some(crate::evaluation::lock(
+                                trees.base(),
+                                &spec.base,
+                                p,
+                                trees.tmp.path(),
+                            )?),
+                            None => None,
+                        },
+                        none: spec.config.config.fixtures.none.clone(),
+                    },
                 )? {
                     Locked::Written(l) => Some(*l),
                     Locked::NoRoots => {
@@ -112,6 +129,55 @@ pub fn check_on(
     })
 }
 
+/// Refuses a lock the trial did not take itself unless it describes the
+/// trial's own inputs: taken from its base revision, with the roots the
+/// base configuration names, and the evaluator's test patch it runs with.
+/// A lock hashed from a working tree (`lock --run`) may already hold the
+/// agent's fixture edit, so trusting it would compare the patch with
+/// itself.
+fn trusted_for(spec: &TrialSpec, lock: &Loaded<FixtureLock>) -> Result<()> {
+    let refuse = |why: String| {
+        Err(Error::Refused(format!(
+            "the fixture lock `{}` {why}, so it does not describe this trial's base; remove it and let `check` take its own from the base revision",
+            lock.path.display()
+        )))
+    };
+    let l = &lock.record;
+    if l.base_revision.as_deref() != Some(spec.base.as_str()) {
+        return refuse(match &l.base_revision {
+            Some(b) => format!(
+                "was taken from revision {b}, not the trial's base {}",
+                spec.base
+            ),
+            None => "was taken from a working tree, not from a revision".into(),
+        });
+    }
+    let roots = spec
+        .config
+        .config
+        .fixtures
+        .roots
+        .iter()
+        .map(|r| crate::lock::normalize_root(r))
+        .collect::<Result<Vec<_>>>()?;
+    if l.roots != roots {
+        return refuse(format!(
+            "locks the roots {:?}, but the base configuration names {:?}",
+            l.roots, roots
+        ));
+    }
+    let want = spec.evaluation.patch.as_ref().map(|p| p.sha256.as_str());
+    let have = l.evaluation.as_ref().map(|e| e.patch_sha256.as_str());
+    if want != have {
+        return refuse(format!(
+            "holds evaluator's test patch {}, but the trial runs with {}",
+            have.unwrap_or("none"),
+            want.unwrap_or("none")
+        ));
+    }
+    Ok(())
+}
+
 /// Runs the replay with plugins as configured and writes (or matches) the
 /// property record, archiving what an auditor needs to re-run it.
 pub fn replay(
@@ -129,12 +195,40 @@ pub fn replay(
     };
     // The test command runs inside the replay, after the properties that do
     // not read its report; its report is stored before `tests_pass` reads it.
+    let eval = match (&spec.evaluation.patch, &lock.record.evaluation) {
+        (Some(p), Some(l)) => Some((p, l)),
+        (None, None) => None,
+        _ => {
+            return Err(Error::Refused(format!(
+                "the fixture lock `{}` and the trial disagree on the evaluator's test patch",
+                lock.path.display()
+            )));
+        }
+    };
+    let evaluation = if spec.evaluation.is_empty() {
+        None
+    } else {
+        Some(crate::record::Evaluation {
+            patch: match &spec.evaluation.patch {
+                Some(p) => Some(chain::store_eval_patch(&spec.ledger, &spec.run, &p.bytes)?),
+                None => None,
+            },
+            paths: lock
+                .record
+                .evaluation
+                .as_ref()
+                .map(|e| e.paths.clone())
+                .unwrap_or_default(),
+            agent_overwritten: Vec::new(),
+            required: spec.evaluation.required.clone(),
+        })
+    };
     let tests = spec.test.as_ref().map(|test| {
         move || -> Result<replay::Tested> {
             // The base first: a trial's own run then never shares the
             // machine with it.
             let baseline = if test.baseline {
-                Some(baseline(spec, test, &lock.record.roots, trees)?)
+                Some(baseline(spec, test, &lock.record.roots, eval, trees)?)
             } else {
                 None
             };
@@ -142,6 +236,7 @@ pub fn replay(
                 &spec.repo,
                 &spec.base,
                 Some((&transcript.patch, transcript.loaded.record.strip)),
+                eval,
                 test,
                 spec.ledger.root(),
                 &lock.record.roots,
@@ -155,6 +250,8 @@ pub fn replay(
                 run.baseline = Some(crate::record::BaselineRun {
                     exit_code: base_run.exit_code,
                     stopped: base_run.stopped,
+                    stdout_tail: base_run.stdout_tail,
+                    stderr_tail: base_run.stderr_tail,
                 });
                 if let Some(bytes) = base_report {
                     base_junit = Some((
@@ -195,6 +292,7 @@ pub fn replay(
             base_junit: None,
             test_command: spec.test.as_ref().map(|t| t.command.as_str()),
             network: Some(crate::netns::status()),
+            evaluation: evaluation.as_ref(),
         },
         trees,
         tests
@@ -217,9 +315,13 @@ fn baseline(
     spec: &TrialSpec,
     test: &TestCommand,
     fixtures: &[String],
+    eval: Option<(
+        &crate::evaluation::TestPatch,
+        &crate::record::LockedEvaluation,
+    )>,
     trees: &TrialTrees,
 ) -> Result<replay::Baseline> {
-    let key = test.baseline_key(fixtures);
+    let key = test.baseline_key(fixtures, eval.map(|(p, _)| p.sha256.as_str()));
     let mut done = trees
         .shared()
         .baselines
@@ -232,6 +334,7 @@ fn baseline(
         &spec.repo,
         &spec.base,
         None,
+        eval,
         test,
         spec.ledger.root(),
         fixtures,

@@ -64,6 +64,9 @@ pub enum Command {
     /// Try a property plugin with no ledger: run it on one patch, or inspect it.
     #[command(subcommand)]
     Plugin(commands::plugin::PluginCommand),
+    /// SWE-bench in: a dataset and predictions as a batch manifest.
+    #[command(subcommand)]
+    Swebench(commands::swebench::SwebenchCommand),
     /// Write CI reports of the runs in a ledger: JUnit, SARIF, Markdown, HTML, GitHub annotations (exit 0 written, 65 a broken chain).
     Report(commands::report::ReportArgs),
 }
@@ -125,6 +128,10 @@ impl Cli {
                 cmd.execute()
             }
             Command::Report(cmd) => cmd.execute(ledger),
+            Command::Swebench(cmd) => {
+                refuse("swebench import (it writes a manifest, not records)")?;
+                cmd.execute()
+            }
         }
     }
 }

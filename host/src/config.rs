@@ -46,6 +46,11 @@ fn default_ledger() -> String {
 pub struct Fixtures {
     #[serde(default)]
     pub roots: Vec<String>,
+    /// Why the repository has no fixture directory: a trial then locks no
+    /// files and says why, rather than failing the lock (never with
+    /// `roots`).
+    #[serde(default)]
+    pub none: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -55,6 +60,14 @@ pub struct Tests {
     /// built-in defaults (what `init` writes when it recognises no test).
     #[serde(default = "default_test_globs")]
     pub globs: Vec<String>,
+    /// Host paths the test command's sandbox shows read-only (as
+    /// `--test-ro`, which adds to these).
+    #[serde(default)]
+    pub read_only: Vec<std::path::PathBuf>,
+    /// Variables passed to the test command (as `--test-env`: `NAME` or
+    /// `NAME=VALUE`).
+    #[serde(default)]
+    pub env: Vec<String>,
 }
 
 fn default_test_globs() -> Vec<String> {
@@ -77,6 +90,8 @@ impl Default for Tests {
             ]
             .map(String::from)
             .to_vec(),
+            read_only: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -360,6 +375,21 @@ impl Config {
         for root in &config.fixtures.roots {
             crate::lock::normalize_root(root)
                 .map_err(|e| Error::data(source, format!("`fixtures.roots`: {e}")))?;
+        }
+        match &config.fixtures.none {
+            Some(_) if !config.fixtures.roots.is_empty() => {
+                return Err(Error::data(
+                    source,
+                    "`fixtures.none` says there is no fixture directory, but `fixtures.roots` names some: keep one",
+                ));
+            }
+            Some(reason) if reason.trim().is_empty() => {
+                return Err(Error::data(
+                    source,
+                    "`fixtures.none` must say why the repository has no fixture directory",
+                ));
+            }
+            _ => {}
         }
         Ok(config)
     }

@@ -518,6 +518,54 @@ impl Checkout {
         })
     }
 
+    /// Resets `paths` (repository-relative, read literally) to `commit`, in
+    /// the tree and the index: each is removed (a directory whole), then
+    /// those `commit` has are checked out from it. Nothing is followed out
+    /// of the tree: removal goes through a cap-std `Dir`, and git refuses
+    /// to write beyond a symlink.
+    pub fn reset_paths(&self, commit: &str, paths: &[String]) -> Result<()> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let literal = |cmd: &mut Command| {
+            cmd.env("GIT_LITERAL_PATHSPECS", "1");
+        };
+        let mut rm = self.git();
+        literal(&mut rm);
+        rm.args(["rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--"])
+            .args(paths);
+        run(&mut rm, "rm --cached")?;
+        let dir = Dir::open_ambient_dir(&self.tree, cap_std::ambient_authority())
+            .map_err(|e| Error::read(&self.tree, e))?;
+        for p in paths {
+            let full = self.tree.join(p);
+            match dir.symlink_metadata(p) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::read(&full, e)),
+                Ok(m) if m.is_dir() => dir.remove_dir_all(p).map_err(|e| Error::write(&full, e))?,
+                Ok(_) => dir.remove_file(p).map_err(|e| Error::write(&full, e))?,
+            }
+        }
+        let mut ls = self.git();
+        literal(&mut ls);
+        ls.args(["ls-tree", "-r", "-z", "--name-only", commit, "--"])
+            .args(paths);
+        let out = run(&mut ls, "ls-tree")?;
+        let present: Vec<String> = out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|f| !f.is_empty())
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect();
+        if !present.is_empty() {
+            let mut co = self.git();
+            literal(&mut co);
+            co.args(["checkout", commit, "--"]).args(&present);
+            run(&mut co, "checkout")?;
+        }
+        Ok(())
+    }
+
     /// Every path that differs between `commit` and the index (a rename as
     /// its two paths), with its git mode at `commit` and in the index
     /// (`None`: absent), sorted by path.

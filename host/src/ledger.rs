@@ -51,6 +51,12 @@ impl Ledger {
             .join("properties")
             .join(format!("{run}.base-junit.xml"))
     }
+    /// The evaluator's test patch of the trial (`--eval-patch`).
+    pub fn eval_patch(&self, run: &RunId) -> PathBuf {
+        self.root
+            .join("properties")
+            .join(format!("{run}.eval.patch"))
+    }
     /// Content-addressed store: plugins, configurations and known-bad
     /// patches a replay used, each named by its sha256.
     pub fn objects(&self) -> PathBuf {

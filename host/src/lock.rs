@@ -263,6 +263,8 @@ pub fn build(
         count: entries.len() as u64,
         dir_hash: dir_hash(&entries),
         files: entries,
+        evaluation: None,
+        none: None,
     }
 }
 
@@ -377,6 +379,8 @@ mod tests {
             count: files.len() as u64,
             dir_hash: dir_hash(&files),
             files,
+            evaluation: None,
+            none: None,
         }
     }
 

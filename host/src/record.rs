@@ -247,6 +247,29 @@ pub struct FixtureLock {
     pub dir_hash: String,
     /// Entries sorted bytewise by path.
     pub files: Vec<LockEntry>,
+    /// The evaluator's inputs, locked as this trial's fixtures: the test
+    /// patch's digest and every path it touches as it leaves them on the
+    /// base revision. The test command's tree must hold exactly these
+    /// before it runs. Absent without an evaluator's test patch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<LockedEvaluation>,
+    /// Why this repository has no fixture directory (`[fixtures] none` of
+    /// the configuration): a lock of no files that is not empty by
+    /// accident. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub none: Option<String>,
+}
+
+/// The evaluator's test patch as a fixture lock holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LockedEvaluation {
+    /// sha256 of the evaluator's test patch.
+    pub patch_sha256: String,
+    /// Every path the patch touches, as the patch leaves it on the base
+    /// revision (a path it deletes is absent), sorted bytewise by path.
+    pub files: Vec<LockEntry>,
+    /// Every path the patch touches, sorted.
+    pub paths: Vec<String>,
 }
 
 impl Record for FixtureLock {
@@ -303,8 +326,10 @@ pub struct Finding {
     /// 1-based line, when the finding is about one.
     pub line: Option<u32>,
     pub message: String,
-    /// True for a test failure covered by an active flake freeze: listed so it
-    /// stays visible, but not a miss.
+    /// True for a finding listed so it stays visible, but not counted as a
+    /// miss: a test failure an active flake freeze covers, one that failed
+    /// on the base revision too (`fail_to_fail`), or an agent's file the
+    /// evaluator's test patch replaced (`evaluator_files`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub frozen: bool,
 }
@@ -373,6 +398,16 @@ pub struct PropertyRecord {
     pub base_junit: Option<StoredFile>,
     /// The test command replay ran itself (`--test-cmd`), if any.
     pub test_run: Option<TestRun>,
+    /// The evaluator's inputs (`--eval-patch`, `--require-pass`; a
+    /// manifest's `eval_patch`, `fail_to_pass`, `pass_to_pass`): trusted,
+    /// recorded here, never judged as the agent's change. Absent when the
+    /// trial has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<Evaluation>,
+    /// Each test's transition from the base revision's report to the
+    /// patched one, as `tests_pass` judged it. Absent without a report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<TestTransitions>,
     /// Drift of the fixture roots between the lock and the patched tree.
     pub fixtures: Drift,
     /// Results in configuration order; `patch_applies` first.
@@ -383,6 +418,112 @@ pub struct PropertyRecord {
     /// records written before this field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+}
+
+/// The evaluator's inputs of a trial.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Evaluation {
+    /// The evaluator's test patch, stored beside this record as
+    /// `ID.eval.patch`. In every tree the test command runs in, it is
+    /// applied after the agent's patch, on the paths it touches reset to
+    /// the base revision first (as the SWE-bench harness does), and alone
+    /// on the base for the baseline. Properties see the agent's patch only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<StoredFile>,
+    /// The paths the evaluator's patch touches, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// The paths the agent's patch changed that the evaluator's patch
+    /// replaced before the tests ran (also findings of the host-side
+    /// property `evaluator_files`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_overwritten: Vec<String>,
+    /// The tests that decide.
+    #[serde(flatten)]
+    pub required: RequiredTests,
+}
+
+/// The tests an evaluator requires, by the id rules of `tests_pass`
+/// (pytest node ids, `classname::name`, `name (module.Class)`, bare names).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RequiredTests {
+    /// Fail on the base revision, must pass after the patch (SWE-bench's
+    /// `FAIL_TO_PASS`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_to_pass: Vec<String>,
+    /// Pass on the base revision, must still pass (`PASS_TO_PASS`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_to_pass: Vec<String>,
+    /// Must pass after the patch (`--require-pass`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub require_pass: Vec<String>,
+}
+
+impl RequiredTests {
+    pub fn is_empty(&self) -> bool {
+        self.fail_to_pass.is_empty() && self.pass_to_pass.is_empty() && self.require_pass.is_empty()
+    }
+}
+
+/// A required test and how it fared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RequiredOutcome {
+    /// The id as given (its first line).
+    pub id: String,
+    /// `fail_to_pass`, `pass_to_pass` or `require_pass`.
+    pub list: String,
+    /// `passed`, `failed`, `skipped` or `absent` on the base revision;
+    /// absent when the test command did not run there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The same, after the patch.
+    pub after: String,
+    /// Whether it is in the patched report and passes there.
+    pub passes: bool,
+}
+
+/// Every test of a trial's reports by transition. With a base report:
+/// `pass_to_pass` and `new_passed` are counts, the other groups list ids
+/// (sorted); without one, only `passed` (a count), `failed` and `skipped`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TestTransitions {
+    /// The evaluator's required tests, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<RequiredOutcome>,
+    /// Passed on the base and after (a count).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pass_to_pass: u64,
+    /// Failed on the base, pass after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_to_pass: Vec<String>,
+    /// Failed on the base and after: recorded, not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_to_fail: Vec<String>,
+    /// Passed on the base, fail after: counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_to_fail: Vec<String>,
+    /// Not on the base (or skipped there), pass after (a count).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub new_passed: u64,
+    /// Not on the base (or skipped there), fail after: counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_failed: Vec<String>,
+    /// In the base report, not in the patched one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<String>,
+    /// Skipped after the patch (a count).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+    /// Without a base report: passed (a count).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub passed: u64,
+    /// Without a base report: failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How replay ran the project's test command.
@@ -422,6 +563,17 @@ pub struct TestRun {
     /// report, when it wrote one, is the property record's `base_junit`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineRun>,
+    /// The last 64 KiB of what the command wrote to stdout (lossy UTF-8;
+    /// untrusted text). Empty is omitted.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stdout_tail: String,
+    /// The same of stderr.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr_tail: String,
+    /// The log parser that turned the command's output into its report
+    /// (`sympy`, `django`, `pytest`), when the command wrote none itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_parser: Option<String>,
 }
 
 /// The test command's run on the base revision: the suite as the trusted
@@ -436,6 +588,12 @@ pub struct BaselineRun {
     /// `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The last 64 KiB of its stdout, as the trial's `stdout_tail`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stdout_tail: String,
+    /// The same of stderr.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr_tail: String,
 }
 
 impl Record for PropertyRecord {

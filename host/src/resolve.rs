@@ -249,6 +249,89 @@ pub struct TrialArgs {
     /// date) [default: the transcript's `captured_at`].
     #[arg(long, value_name = "T")]
     pub now: Option<String>,
+    /// The evaluator's test patch (SWE-bench's `test_patch`): in the trees
+    /// `--test-cmd` runs in, the paths it touches are reset to the base and
+    /// it is applied after the agent's patch (and alone on the base for the
+    /// baseline). Locked with the fixtures and stored in the ledger; never
+    /// judged as the agent's change.
+    #[arg(long, value_name = "FILE", requires = "test_cmd")]
+    pub eval_patch: Option<PathBuf>,
+    /// A test that must be in the report and pass (repeatable): a pytest
+    /// node id, `classname::name`, `name (module.Class)` or a bare name.
+    #[arg(long, value_name = "ID")]
+    pub require_pass: Vec<String>,
+    /// Show a host path read-only inside the test command's sandbox
+    /// (repeatable): a virtualenv, or an interpreter under `$HOME`, which
+    /// the sandbox otherwise hides. It may not hold the ledger, the
+    /// checkout or the compile cache.
+    #[arg(long, value_name = "PATH", requires = "test_cmd")]
+    pub test_ro: Vec<PathBuf>,
+    /// Pass a variable to the test command (repeatable): `NAME` takes this
+    /// environment's value, `NAME=VALUE` sets one.
+    #[arg(long, value_name = "NAME[=VALUE]", requires = "test_cmd")]
+    pub test_env: Vec<String>,
+    /// Turn the test command's output into its report when it writes none:
+    /// `sympy` (bin/test), `django` (runtests.py), `pytest` (-rA).
+    #[arg(long, value_name = "RUNNER", requires = "test_cmd")]
+    pub test_log_parser: Option<crate::logparse::LogParser>,
+}
+
+/// `--test-env` values resolved: `NAME` from this environment (an error
+/// when unset), `NAME=VALUE` as given. `HOME` and `AGENT_LEDGER_JUNIT` are
+/// the sandbox's own.
+pub fn test_env(specs: &[String], config_env: &[String]) -> Result<Vec<(String, String)>> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for spec in config_env.iter().chain(specs) {
+        let (name, value) = match spec.split_once('=') {
+            Some((n, v)) => (n.to_string(), v.to_string()),
+            None => (
+                spec.clone(),
+                std::env::var(spec).map_err(|_| {
+                    Error::Usage(format!(
+                        "--test-env `{spec}`: the variable is not set in this environment (give `{spec}=VALUE`)"
+                    ))
+                })?,
+            ),
+        };
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(Error::Usage(format!(
+                "--test-env `{spec}`: `{name}` is not a variable name"
+            )));
+        }
+        if name == "HOME" || name == "AGENT_LEDGER_JUNIT" {
+            return Err(Error::Usage(format!(
+                "--test-env `{spec}`: `{name}` is set by the sandbox"
+            )));
+        }
+        out.retain(|(n, _)| *n != name);
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// The evaluator's inputs of a trial: its test patch (a file) and the
+/// required tests.
+pub fn evaluation(
+    eval_patch: Option<crate::evaluation::TestPatch>,
+    required: crate::record::RequiredTests,
+) -> crate::evaluation::Inputs {
+    let norm = |ids: Vec<String>| -> Vec<String> {
+        ids.iter()
+            .map(|id| agent_ledger_junit::Required::parse(id).id)
+            .filter(|id| !id.is_empty())
+            .collect()
+    };
+    crate::evaluation::Inputs {
+        patch: eval_patch,
+        required: crate::record::RequiredTests {
+            fail_to_pass: norm(required.fail_to_pass),
+            pass_to_pass: norm(required.pass_to_pass),
+            require_pass: norm(required.require_pass),
+        },
+    }
 }
 
 impl TrialArgs {
@@ -287,6 +370,24 @@ impl TrialArgs {
         } else {
             self.cache_dir.clone().or_else(default_cache_dir)
         };
+        let tests_config = &resolved.config.config.tests;
+        let env = test_env(&self.test_env, &tests_config.env)?;
+        let mut resolved_ro = tests_config.read_only.clone();
+        resolved_ro.extend(self.test_ro.iter().cloned());
+        let eval_patch = match &self.eval_patch {
+            Some(path) => Some(crate::evaluation::TestPatch::new(
+                crate::input::read_file(path, crate::input::BODY_CAP)?,
+                path.display().to_string(),
+            )?),
+            None => None,
+        };
+        let evaluation = evaluation(
+            eval_patch,
+            crate::record::RequiredTests {
+                require_pass: self.require_pass.clone(),
+                ..Default::default()
+            },
+        );
         let (Some(repo), Some(base)) = (resolved.repo, resolved.revision) else {
             return Err(Error::Internal(
                 "a trial needs a repository and a base".into(),
@@ -317,8 +418,12 @@ impl TrialArgs {
                         .or_else(default_cache_dir)
                         .into_iter()
                         .collect(),
+                    read_only: resolved_ro.clone(),
+                    env: env.clone(),
+                    log_parser: self.test_log_parser,
                 }),
             now,
+            evaluation,
         };
         Ok((spec, crate::sandbox::Lazy::new(cache_dir)))
     }

@@ -206,6 +206,12 @@ impl<'a> Verifier<'a> {
             if let Some(j) = &p.record.base_junit {
                 check!("base test report", read_stored(&p.path, j).map(|_| ()));
             }
+            if let Some(j) = p.record.evaluation.as_ref().and_then(|e| e.patch.as_ref()) {
+                check!(
+                    "evaluator's test patch",
+                    read_stored(&p.path, j).map(|_| ())
+                );
+            }
             let mut wanted: Vec<(String, String)> =
                 vec![("configuration".into(), p.record.config_sha256.clone())];
             for r in &p.record.properties {
@@ -366,6 +372,7 @@ impl<'a> Verifier<'a> {
                 base_junit,
                 test_command: record.test_run.as_ref().map(|r| r.command.as_str()),
                 network: record.network.clone(),
+                evaluation: record.evaluation.as_ref(),
             },
             &trees,
         )?;

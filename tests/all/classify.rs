@@ -57,6 +57,8 @@ fn write_properties(d: &Path, run_id: &str, fixtures: Drift, props: Vec<Property
         junit: None,
         base_junit: None,
         test_run: None,
+        evaluation: None,
+        tests: None,
         fixtures,
         properties: props,
         network: None,

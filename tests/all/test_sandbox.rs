@@ -91,11 +91,13 @@ impl Trial {
 
 /// Runs `attack(what)` and asserts it was contained: reject, `tests_pass`
 /// a miss (the command ran and reported the failed attack), the namespaces
-/// sandbox in the record.
+/// sandbox in the record. The attack is the test command itself, so it
+/// would fail on the base revision too, where a failure is not counted:
+/// these run without the baseline.
 #[track_caller]
 fn contained(trial: &Trial, what: &str) -> serde_json::Value {
     let before = trial.repo.digest();
-    let (code, stderr) = trial.check(&attack(what), &[]);
+    let (code, stderr) = trial.check(&attack(what), &["--no-test-baseline"]);
     assert_eq!(code, 4, "not reject: {stderr}");
     let record = trial.repo.properties("r");
     assert_eq!(record["test_run"]["sandbox"], "namespaces", "{record:#}");
@@ -302,7 +304,7 @@ pub(crate) fn without_user_namespaces(mut command: std::process::Command) -> std
 fn without_namespaces_the_test_command_is_refused_unless_allowed_unsandboxed() {
     let trial = Trial::new();
     let cmd = attack(r#"test -n "$SECRET_TOKEN""#);
-    let out = without_user_namespaces(trial.command(&["--test-cmd", &cmd]));
+    let out = without_user_namespaces(trial.command(&["--test-cmd", &cmd, "--no-test-baseline"]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(65), "{stderr}");
     assert!(stderr.contains("--allow-unsandboxed"), "{stderr}");
@@ -311,7 +313,12 @@ fn without_namespaces_the_test_command_is_refused_unless_allowed_unsandboxed() {
         "a refused run wrote a property record"
     );
 
-    let out = without_user_namespaces(trial.command(&["--test-cmd", &cmd, "--allow-unsandboxed"]));
+    let out = without_user_namespaces(trial.command(&[
+        "--test-cmd",
+        &cmd,
+        "--allow-unsandboxed",
+        "--no-test-baseline",
+    ]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     let record = trial.repo.properties("r");
@@ -495,7 +502,7 @@ fn a_non_zero_exit_with_a_green_report_is_not_review() {
     assert!(p["error"].as_str().unwrap().contains("exited 7"), "{p:#}");
     // A failing report explains a non-zero status: judged by tests_pass.
     let trial = Trial::new();
-    let (code, stderr) = trial.check(&format!("{FAIL}; exit 1"), &[]);
+    let (code, stderr) = trial.check(&format!("{FAIL}; exit 1"), &["--no-test-baseline"]);
     assert_eq!(code, 4, "{stderr}");
     let record = trial.repo.properties("r");
     assert!(
@@ -517,7 +524,10 @@ fn a_fork_bomb_in_the_test_command_fails_to_fork_past_the_cap() {
     // suite reports the failure; as root (to whom the kernel applies no
     // process limit) the host stops the command instead.
     let bomb = "( i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done; sleep 2 ) 2>/dev/null";
-    let (code, stderr) = trial.check(&attack(bomb), &["--test-max-procs", "64"]);
+    let (code, stderr) = trial.check(
+        &attack(bomb),
+        &["--test-max-procs", "64", "--no-test-baseline"],
+    );
     assert_eq!(code, 4, "not reject: {stderr}");
     let record = trial.repo.properties("r");
     assert_eq!(record["test_run"]["sandbox"], "namespaces", "{record:#}");

@@ -214,7 +214,7 @@ fn an_older_verdict_put_back_over_a_newer_one() {
         ],
     )
     .assert_code(0);
-    run(d, &["lock", "--run", "again", "--root", "tests/fixtures"]).assert_code(0);
+    run(d, &["lock", "--run", "again", "--base", &a.repo.base]).assert_code(0);
     run(d, &["classify", "--run", "again"]).assert_code(4);
     let verdict = a.ledger().join("verdicts/again.json");
     let old = std::fs::read(&verdict).unwrap();

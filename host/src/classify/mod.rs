@@ -166,7 +166,7 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
             )],
         );
     };
-    if lock.record.count == 0 {
+    if lock.record.count == 0 && lock.record.evaluation.is_none() && lock.record.none.is_none() {
         return (
             Verdict::FixtureMismatch,
             vec![Reason::new("lock_empty", "the fixture lock holds no files")],

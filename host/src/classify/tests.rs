@@ -82,6 +82,8 @@ fn lock_record(transcript_sha256: &str, files: Vec<LockEntry>) -> FixtureLock {
         count: files.len() as u64,
         dir_hash: dir_hash(&files),
         files,
+        evaluation: None,
+        none: None,
     }
 }
 
@@ -136,6 +138,8 @@ fn property_record(
         junit: None,
         base_junit: None,
         test_run: None,
+        evaluation: None,
+        tests: None,
         fixtures,
         properties,
         network: Some("isolated".into()),

@@ -28,6 +28,11 @@ pub struct LockArgs {
     /// (roots default to the lock's own).
     #[arg(long, value_name = "LOCKFILE")]
     pub compare: Option<PathBuf>,
+    /// Lock the fixture roots of this revision (checked out apart from the
+    /// working tree, roots from its configuration) rather than of the
+    /// working tree: the only lock `check` trusts for a trial on that base.
+    #[arg(long, value_name = "REV", requires = "run")]
+    pub base: Option<String>,
     #[command(flatten)]
     pub scope: ScopeArgs,
     #[command(flatten)]
@@ -43,9 +48,15 @@ impl LockArgs {
             .collect::<Result<Vec<_>>>()?;
         let resolved = self.scope.resolve(
             ledger,
-            Needs {
-                repo: false,
-                config_at: ConfigAt::WorkingTree,
+            match &self.base {
+                Some(rev) => Needs {
+                    repo: true,
+                    config_at: ConfigAt::Revision(rev),
+                },
+                None => Needs {
+                    repo: false,
+                    config_at: ConfigAt::WorkingTree,
+                },
             },
         )?;
         match &self.compare {
@@ -86,13 +97,28 @@ impl LockArgs {
                 ledger.transcript(run).display()
             ))
         })?;
+        // A revision is checked out apart from the working tree, which may
+        // already hold the agent's edits.
+        let base = match (&resolved.repo, &resolved.revision) {
+            (Some(repo), Some(rev)) if self.base.is_some() => {
+                Some((crate::replay::BaseTree::new(repo, rev)?, rev.as_str()))
+            }
+            _ => None,
+        };
+        let tree = base
+            .as_ref()
+            .map_or(resolved.root.as_path(), |(b, _)| b.checkout.tree.as_path());
         let lock = match chain::write_lock(
             ledger,
             run,
-            &resolved.root,
+            tree,
             roots,
-            None,
+            base.as_ref().map(|(_, rev)| *rev),
             &transcript.loaded,
+            chain::LockExtras {
+                evaluation: None,
+                none: resolved.config.config.fixtures.none.clone(),
+            },
         )? {
             Locked::Written(lock) => lock,
             // `execute` refuses an empty root list before this.

@@ -15,5 +15,6 @@ pub mod reconcile;
 pub mod replay;
 pub mod report;
 pub mod sign;
+pub mod swebench;
 pub mod trace;
 pub mod verify;

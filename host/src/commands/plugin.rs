@@ -556,6 +556,8 @@ impl TestArgs {
                 count: 0,
                 dir_hash: crate::digest::sha256_hex(b""),
                 files: Vec::new(),
+                evaluation: None,
+                none: None,
             },
         )?;
         let mut config = resolved.config.clone();
@@ -587,6 +589,7 @@ impl TestArgs {
                 base_junit: None,
                 test_command: None,
                 network: Some(crate::netns::status()),
+                evaluation: None,
             },
             &trees,
         )?;

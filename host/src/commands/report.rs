@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
     clap::ArgGroup::new("outputs")
         .required(true)
         .multiple(true)
-        .args(["junit", "sarif", "markdown", "html", "github_annotations"])
+        .args(["junit", "sarif", "markdown", "html", "github_annotations", "swebench"])
 ))]
 pub struct ReportArgs {
     /// Runs to report (repeatable) [default: every run in the ledger].
@@ -36,6 +36,18 @@ pub struct ReportArgs {
     /// findings and failing trials on stdout.
     #[arg(long)]
     pub github_annotations: bool,
+    /// Write the SWE-bench harness's run report (per model: resolved,
+    /// unresolved, empty-patch and error counts and ids) with our verdict
+    /// and reasons beside every instance; needs `--manifest`.
+    #[arg(long, value_name = "FILE", requires = "manifest")]
+    pub swebench: Option<PathBuf>,
+    /// The manifest `swebench import` wrote: its `instance_id` and `model`
+    /// labels group the runs.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The dataset, for `total_instances` [default: the submitted ones].
+    #[arg(long, value_name = "FILE", requires = "swebench")]
+    pub dataset: Option<PathBuf>,
     #[command(flatten)]
     pub scope: ScopeArgs,
     #[command(flatten)]
@@ -61,6 +73,7 @@ impl ReportArgs {
             ("sarif", &self.sarif),
             ("markdown", &self.markdown),
             ("html", &self.html),
+            ("swebench", &self.swebench),
         ]
         .into_iter()
         .filter_map(|(format, path)| path.as_ref().map(|p| (format, p)))
@@ -81,6 +94,15 @@ impl ReportArgs {
                 "junit" => report::junit::render(&trials)?,
                 "sarif" => report::sarif::render(&trials),
                 "markdown" => report::markdown::render(&summary, &trials),
+                "swebench" => {
+                    let manifest = self.manifest.as_deref().unwrap_or(Path::new(""));
+                    let r =
+                        crate::swebench::run_report(manifest, &trials, self.dataset.as_deref())?;
+                    let mut text = serde_json::to_string_pretty(&r)
+                        .map_err(|e| Error::Internal(format!("cannot encode the report: {e}")))?;
+                    text.push('\n');
+                    text
+                }
                 _ => report::html::render(&summary, &trials),
             };
             report::write(path, bytes.as_bytes())?;

@@ -540,6 +540,7 @@ fn run_sandboxed(
         report_dir: &report_dir,
         hidden: &hidden,
         read_only: &[],
+        shown: &[],
         scratch: tmp.path(),
         network: how.allow_network,
         // The agent writes the operator's own workspace (see SECURITY.md

@@ -95,6 +95,9 @@ pub struct Replay<'a> {
     /// archived replay, the one on record: where the auditor's process runs
     /// is not part of the judgement.
     pub network: Option<String>,
+    /// The evaluator's inputs (its test patch as stored, its paths, the
+    /// required tests); `agent_overwritten` is filled by the replay.
+    pub evaluation: Option<&'a crate::record::Evaluation>,
 }
 
 /// What the test command produced: how it ran (on the base too), and its
@@ -130,6 +133,7 @@ impl<'a> Replay<'a> {
             base_junit,
             test_command: self.test_command,
             network: self.network.clone(),
+            evaluation: self.evaluation,
         }
     }
 }
@@ -345,6 +349,8 @@ impl Session<'_, '_> {
             junit: spec.junit.as_ref().map(|(stored, _)| stored.clone()),
             base_junit: spec.base_junit.as_ref().map(|(stored, _)| stored.clone()),
             test_run: spec.test_run.clone(),
+            evaluation: spec.evaluation.cloned(),
+            tests: None,
             fixtures: Drift::default(),
             properties: Vec::new(),
             network: spec.network.clone(),
@@ -390,6 +396,13 @@ impl Session<'_, '_> {
             return Ok(record);
         }
         record.properties.push(applies);
+        if let Some(evaluation) = &mut record.evaluation
+            && !evaluation.paths.is_empty()
+        {
+            record
+                .properties
+                .push(evaluator_files(evaluation, &changes));
+        }
 
         // Drift: the fixtures are compared before any property is trusted.
         let scanned = lock::scan(&patched.tree, &spec.lock.record.roots)?;
@@ -447,6 +460,7 @@ impl Session<'_, '_> {
         if !two_phases {
             let props = properties(&spec.config.config, present);
             record.properties.extend(run_all(self, &props, "")?);
+            record.tests = self.transitions(spec.junit.as_ref(), None)?;
             return Ok(record);
         }
 
@@ -485,15 +499,14 @@ impl Session<'_, '_> {
         record.junit = junit.as_ref().map(|(stored, _)| stored.clone());
         record.base_junit = base_junit.as_ref().map(|(stored, _)| stored.clone());
         record.test_run = test_run.clone();
+        record.tests = self.transitions(junit.as_ref(), base_junit.as_ref())?;
         let complaint = test_run
             .as_ref()
             .and_then(|run| match (&run.stopped, &junit) {
                 (Some(why), _) => Some(format!(
                     "the test command was stopped ({why}) before it finished"
                 )),
-                (None, None) => {
-                    Some("the test command wrote no report to `$AGENT_LEDGER_JUNIT`".into())
-                }
+                (None, None) => Some(no_report(run)),
                 (None, Some(_)) if run.exit_code.is_none() => Some(
                     "the test command was killed by a signal before it exited: its report is not the runner's account".into(),
                 ),
@@ -538,6 +551,25 @@ impl Session<'_, '_> {
             record.properties.push(result);
         }
         Ok(record)
+    }
+
+    /// Each test's transition, for the record (the same reading
+    /// `tests_pass` makes); `None` without a report. A report that does not
+    /// parse is left to `tests_pass`, which says so.
+    fn transitions(
+        &self,
+        junit: Option<&(StoredFile, Vec<u8>)>,
+        base: Option<&(StoredFile, Vec<u8>)>,
+    ) -> Result<Option<crate::record::TestTransitions>> {
+        let Some((_, report)) = junit else {
+            return Ok(None);
+        };
+        let required = self
+            .spec
+            .evaluation
+            .map(|e| e.required.clone())
+            .unwrap_or_default();
+        Ok(crate::junit::transitions(report, base.map(|(_, b)| b.as_slice()), &required).ok())
     }
 
     /// The freeze file at the base revision (the patch can never carry it),
@@ -602,6 +634,77 @@ fn changes_of(co: &Checkout, base: &str) -> Result<Vec<Change>> {
             old_path: c.old_path,
         })
         .collect())
+}
+
+/// The host-side property that lists the paths the agent changed which
+/// the evaluator's test patch replaced before the tests ran: it holds (the
+/// harness does the same), and the findings keep the overwrite visible.
+pub const EVALUATOR_FILES: &str = "evaluator_files";
+
+fn evaluator_files(
+    evaluation: &mut crate::record::Evaluation,
+    changes: &[Change],
+) -> PropertyResult {
+    let mut overwritten: Vec<String> = changes
+        .iter()
+        .flat_map(|c| std::iter::once(&c.path).chain(c.old_path.as_ref()))
+        .filter(|p| evaluation.paths.binary_search(p).is_ok())
+        .cloned()
+        .collect();
+    overwritten.sort();
+    overwritten.dedup();
+    let mut result = property::host_result(EVALUATOR_FILES);
+    result.inputs = BTreeMap::from([(
+        "eval_patch".into(),
+        evaluation
+            .patch
+            .as_ref()
+            .map(|p| p.sha256.clone())
+            .unwrap_or_default(),
+    )]);
+    result.findings = overwritten
+        .iter()
+        .map(|p| Finding {
+            path: p.clone(),
+            line: None,
+            message: "the agent's patch changes this file, which the evaluator's test patch replaces before the tests run: the agent's version was not tested".into(),
+            frozen: true,
+        })
+        .collect();
+    evaluation.agent_overwritten = overwritten;
+    result
+}
+
+/// Why a run that wrote no report is not judged: its exit status, the last
+/// lines it printed, and, when the shell did not find the command, what
+/// the sandbox hides.
+fn no_report(run: &TestRun) -> String {
+    let status = match run.exit_code {
+        Some(c) => format!("exited {c}"),
+        None => "was killed by a signal".into(),
+    };
+    let mut msg = format!("the test command {status} and wrote no report to `$AGENT_LEDGER_JUNIT`");
+    if run.log_parser.is_some() {
+        msg.push_str(" (its log parser found no test in its output)");
+    }
+    let last: Vec<&str> = run
+        .stderr_tail
+        .lines()
+        .chain(run.stdout_tail.lines())
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let last = &last[last.len().saturating_sub(5)..];
+    if !last.is_empty() {
+        msg.push_str("; its last lines: ");
+        msg.push_str(&last.join(" | "));
+    }
+    if run.exit_code == Some(127) || last.iter().any(|l| l.contains("not found")) {
+        msg.push_str(&format!(
+            "; a command was not found: the sandbox hides $HOME{} and only shows `PATH` from this environment: show an interpreter or a virtualenv read-only with `--test-ro PATH` and pass variables with `--test-env NAME`",
+            std::env::var("HOME").map(|h| format!(" ({h})")).unwrap_or_default()
+        ));
+    }
+    msg
 }
 
 /// A test command that exited non-zero while its report shows no failing

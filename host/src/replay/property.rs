@@ -49,6 +49,17 @@ impl Session<'_, '_> {
         config
             .entry("frozen".into())
             .or_insert_with(|| frozen.join("\n"));
+        if let Some(e) = spec.evaluation {
+            for (key, ids) in [
+                ("fail_to_pass", &e.required.fail_to_pass),
+                ("pass_to_pass", &e.required.pass_to_pass),
+                ("require_pass", &e.required.require_pass),
+            ] {
+                if !ids.is_empty() {
+                    config.entry(key.into()).or_insert_with(|| ids.join("\n"));
+                }
+            }
+        }
         let config: Vec<(String, String)> = config.into_iter().collect();
         if let Some((stored, _)) = &spec.junit {
             result.inputs.insert("junit".into(), stored.sha256.clone());

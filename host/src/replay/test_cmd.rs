@@ -106,15 +106,29 @@ pub struct TestCommand {
     /// can require every test that passed there to pass after the patch
     /// (on unless `--no-test-baseline`).
     pub baseline: bool,
+    /// Host paths shown read-only inside the sandbox (`--test-ro`): a
+    /// virtualenv or a toolchain under `$HOME`; checked by
+    /// [`check_read_only`] before every run.
+    pub read_only: Vec<PathBuf>,
+    /// Variables passed in besides `PATH`, `LANG`, `HOME` and
+    /// `AGENT_LEDGER_JUNIT` (`--test-env`), resolved.
+    pub env: Vec<(String, String)>,
+    /// Turns the command's output into its report when it writes none
+    /// (`--test-log-parser`).
+    pub log_parser: Option<crate::logparse::LogParser>,
 }
 
 impl TestCommand {
     /// What a baseline run depends on besides the base revision: trials
     /// of a batch on one base share a run with the same key.
-    pub fn baseline_key(&self, fixtures: &[String]) -> String {
+    pub fn baseline_key(&self, fixtures: &[String], eval: Option<&str>) -> String {
         format!(
             "{:?}",
             (
+                eval,
+                &self.read_only,
+                &self.env,
+                self.log_parser,
                 &self.command,
                 self.allow_unsandboxed,
                 self.timeout,
@@ -145,6 +159,10 @@ pub fn run_tests(
     repo: &Repo,
     base: &str,
     patch: Option<(&[u8], u32)>,
+    eval: Option<(
+        &crate::evaluation::TestPatch,
+        &crate::record::LockedEvaluation,
+    )>,
     test: &TestCommand,
     ledger_root: &Path,
     fixtures: &[String],
@@ -162,6 +180,9 @@ pub fn run_tests(
                 "the patch does not apply, so the test command cannot run: {msg}"
             )));
         }
+    }
+    if let Some((eval, locked)) = eval {
+        crate::evaluation::install(&co, base, eval, locked, tmp.path())?;
     }
     let report_dir = tmp.path().join("report");
     let home = tmp.path().join("home");
@@ -205,11 +226,13 @@ pub fn run_tests(
             .filter(|d| !co.tree.starts_with(d)),
     );
     let read_only = read_only_roots(&co.tree, fixtures)?;
+    let shown = check_read_only(&test.read_only, &hidden)?;
     let jail = Jail {
         tree: &co.tree,
         report_dir: &report_dir,
         hidden: &hidden,
         read_only: &read_only,
+        shown: &shown,
         scratch: &jail_scratch,
         network: false,
         host_user,
@@ -227,6 +250,10 @@ pub fn run_tests(
             ),
         ];
         env.extend(std::env::var("LANG").ok().map(|l| ("LANG".to_string(), l)));
+        for (k, v) in &test.env {
+            env.retain(|(name, _)| name != k);
+            env.push((k.clone(), v.clone()));
+        }
         env
     };
 
@@ -256,7 +283,18 @@ pub fn run_tests(
             )));
         }
     };
-    let junit = read_report(&report)?;
+    let mut junit = read_report(&report)?;
+    let mut log_parser = None;
+    if junit.is_none()
+        && ran.stopped.is_none()
+        && let Some(parser) = test.log_parser
+    {
+        let mut log = ran.stdout.clone();
+        log.push(b'\n');
+        log.extend_from_slice(&ran.stderr);
+        junit = crate::logparse::report(parser, &log)?;
+        log_parser = Some(parser.as_str().to_string());
+    }
     let mut completion_ids = ran.completion_ids;
     if let Some(report) = &junit {
         crate::completion_ids::scan(report, &mut completion_ids);
@@ -274,8 +312,59 @@ pub fn run_tests(
         stopped: ran.stopped.map(str::to_string),
         completion_ids: completion_ids.into_iter().collect(),
         baseline: None,
+        stdout_tail: tail(&ran.stdout),
+        stderr_tail: tail(&ran.stderr),
+        log_parser,
     };
     Ok((run, junit))
+}
+
+/// How much of each output stream the record keeps.
+pub const TAIL_BYTES: usize = 64 << 10;
+
+/// The last [`TAIL_BYTES`] of `bytes`, as lossy UTF-8 (a character cut at
+/// the start is dropped).
+pub fn tail(bytes: &[u8]) -> String {
+    let start = bytes.len().saturating_sub(TAIL_BYTES);
+    let text = String::from_utf8_lossy(&bytes[start..]);
+    text.trim_start_matches('\u{FFFD}').to_string()
+}
+
+/// Checks the host paths `--test-ro` shows: each must exist, and none may
+/// hold or lie inside what every run hides (`hidden`: the ledger, the
+/// checkout, the compile cache and its key, `$TMPDIR`, begun runs' traces),
+/// except that a path inside `$HOME` may be shown (the rest of `$HOME`
+/// stays hidden). Returns them canonical.
+pub fn check_read_only(paths: &[PathBuf], hidden: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_absolute() {
+            return Err(Error::Usage(format!(
+                "--test-ro `{}`: give an absolute path",
+                p.display()
+            )));
+        }
+        let real = std::fs::canonicalize(p)
+            .map_err(|e| Error::Missing(format!("--test-ro `{}`: {e}", p.display())))?;
+        if real == Path::new("/") {
+            return Err(Error::Usage(
+                "--test-ro `/`: the whole host is not a path to show".into(),
+            ));
+        }
+        for h in hidden.iter().filter_map(|h| std::fs::canonicalize(h).ok()) {
+            let inside_home = home.as_ref().is_some_and(|home| *home == h);
+            if h.starts_with(&real) || (real.starts_with(&h) && !inside_home) {
+                return Err(Error::Usage(format!(
+                    "--test-ro `{}` would show `{}`, which the test command's sandbox hides",
+                    p.display(),
+                    h.display()
+                )));
+            }
+        }
+        out.push(real);
+    }
+    Ok(out)
 }
 
 /// The fixture roots present in the patched copy, as paths in it. A root
@@ -327,6 +416,9 @@ struct Ran {
     stopped: Option<&'static str>,
     /// Completion ids the command printed (see `completion_ids`).
     completion_ids: BTreeSet<String>,
+    /// What it printed, up to the output cap.
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
 }
 
 /// The sandbox's layout: also what `trace exec` runs an agent's command in
@@ -340,6 +432,9 @@ pub(crate) struct Jail<'a> {
     pub hidden: &'a [PathBuf],
     /// Paths inside `tree` bound read-only over the writable copy.
     pub read_only: &'a [PathBuf],
+    /// Host paths shown read-only even where a hidden one holds them
+    /// (`--test-ro`, checked by [`check_read_only`]).
+    pub shown: &'a [PathBuf],
     /// Where the empty directories shown over hidden ones live.
     pub scratch: &'a Path,
     /// Keep the host's network (`trace exec --allow-network`); otherwise a
@@ -445,6 +540,12 @@ impl Jail<'_> {
             let empty = self.scratch.join(format!("hidden-{i}"));
             std::fs::create_dir_all(&empty).map_err(|e| Error::write(&empty, e))?;
             c.bindmount_ro(&empty.to_string_lossy(), &hide.to_string_lossy());
+        }
+        // After the hidden directories they may lie in (hakoniwa mounts in
+        // target-path order).
+        for shown in self.shown {
+            let shown = shown.to_string_lossy();
+            c.bindmount_ro(&shown, &shown);
         }
         c.dir(SANDBOX_HOME, 0o700);
         for rw in [self.tree, self.report_dir] {
@@ -620,7 +721,7 @@ impl Jail<'_> {
         if let Some(c) = cgroup {
             c.kill_all();
         }
-        let completion_ids = pumps.finish();
+        let (completion_ids, stdout, stderr) = pumps.finish();
         if stopped.is_none() && cgroup.is_some_and(|c| c.oom_killed()) {
             stopped = Some(STOPPED_MEMORY);
         }
@@ -634,6 +735,8 @@ impl Jail<'_> {
             exit_code: status.exit_code,
             stopped,
             completion_ids,
+            stdout,
+            stderr,
         })
     }
 }
@@ -903,7 +1006,7 @@ fn run_unsandboxed(
     // What it left behind in its group goes too (a process that made its
     // own session escapes this: that is what the sandbox is for).
     kill_group();
-    let completion_ids = pumps.finish();
+    let (completion_ids, stdout, stderr) = pumps.finish();
     if stopped.is_none() && cgroup.as_ref().is_some_and(|c| c.oom_killed()) {
         stopped = Some(STOPPED_MEMORY);
     }
@@ -911,6 +1014,8 @@ fn run_unsandboxed(
         exit_code: status.code(),
         stopped,
         completion_ids,
+        stdout,
+        stderr,
     })
 }
 
@@ -1176,7 +1281,8 @@ fn used_bytes(path: &str) -> u64 {
 struct Pumps {
     seen: Arc<AtomicU64>,
     cap: u64,
-    threads: Vec<std::thread::JoinHandle<BTreeSet<String>>>,
+    /// stdout's, then stderr's: the completion ids and the bytes read.
+    threads: Vec<std::thread::JoinHandle<(BTreeSet<String>, Vec<u8>)>>,
     done: Arc<AtomicBool>,
 }
 
@@ -1197,6 +1303,7 @@ impl Pumps {
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 64 * 1024];
                     let mut ids = crate::completion_ids::Scanner::default();
+                    let mut kept = Vec::new();
                     while let Ok(n) = reader.read(&mut buf) {
                         if n == 0 || done.load(Ordering::Relaxed) {
                             break;
@@ -1205,12 +1312,13 @@ impl Pumps {
                         if before < cap {
                             let keep = n.min((cap - before) as usize);
                             ids.feed(&buf[..keep]);
+                            kept.extend_from_slice(&buf[..keep]);
                             if echo {
                                 let _ = std::io::stderr().lock().write_all(&buf[..keep]);
                             }
                         }
                     }
-                    ids.finish()
+                    (ids.finish(), kept)
                 })
             })
             .collect();
@@ -1229,27 +1337,37 @@ impl Pumps {
     /// Waits for the pipes to close (every writer is dead once the command
     /// has ended in its PID namespace); a writer that outlived an
     /// unsandboxed command is not waited for.
-    /// Returns the completion ids the command printed.
-    fn finish(self) -> BTreeSet<String> {
+    /// Returns the completion ids the command printed, and its stdout and
+    /// stderr (up to the cap together).
+    fn finish(self) -> (BTreeSet<String>, Vec<u8>, Vec<u8>) {
         let grace = Instant::now() + Duration::from_secs(1);
         while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < grace {
             std::thread::sleep(POLL);
         }
         self.done.store(true, Ordering::Relaxed);
         let mut ids = BTreeSet::new();
+        let mut streams = Vec::new();
         for t in self.threads {
             if t.is_finished()
-                && let Ok(found) = t.join()
+                && let Ok((found, bytes)) = t.join()
             {
                 ids.extend(found);
+                streams.push(bytes);
+            } else {
+                streams.push(Vec::new());
             }
         }
+        let mut streams = streams.into_iter();
+        let (stdout, stderr) = (
+            streams.next().unwrap_or_default(),
+            streams.next().unwrap_or_default(),
+        );
         if self.seen.load(Ordering::Relaxed) > self.cap {
             eprintln!(
                 "warning: the test command printed more than {} bytes; it was stopped and its output cut",
                 self.cap
             );
         }
-        ids
+        (ids, stdout, stderr)
     }
 }

@@ -1,6 +1,11 @@
 //! `tests_pass`: the trial's JUnit report (`/inputs/junit.xml`) ran at least
 //! one test and has no failed or errored test except ones covered by an
-//! active flake freeze. The host hands the frozen test ids (active at the
+//! active flake freeze or, when the test command ran on the base revision
+//! too, ones that failed there as well (`fail_to_fail`: recorded, not the
+//! patch's fault); and every test the evaluator requires (`fail_to_pass`,
+//! `pass_to_pass`, `require_pass` in the configuration, one id per line,
+//! matched by the rules of `agent_ledger_junit::Required`) is in the report
+//! and passes. The host hands the frozen test ids (active at the
 //! trial's injected now) in the `frozen` configuration, one per line; every
 //! frozen failure is still listed, as a finding marked frozen.
 //!
@@ -23,6 +28,7 @@
 use agent_ledger_guest::{
     ChangeKind, Finding, Guest, Info, Outcome, Trial, config, finding, glob_match, test_globs,
 };
+use agent_ledger_junit::{Case, Fate, Judgement, Kind, Required, cases, judge, parse, split_ids};
 use std::collections::BTreeMap;
 
 /// At most this many findings for tests that stopped running; past it, one
@@ -85,91 +91,6 @@ fn deleted_definition(trial: &Trial, classname: &str, file: Option<&str>) -> boo
     })
 }
 
-/// How a test fared in one report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Fate {
-    Skipped,
-    Failed,
-    Passed,
-}
-
-/// One test case of a JUnit report.
-struct Case<'a> {
-    id: String,
-    classname: &'a str,
-    file: Option<&'a str>,
-    fate: Fate,
-    /// Why it failed: its `<failure>`/`<error>` message, else the element's
-    /// or status attribute's name.
-    message: &'a str,
-}
-
-/// A status given as an attribute (`status`, `result`, `outcome`) rather
-/// than as a child element, as some writers do: a failure or a skip all
-/// the same, never a pass by default.
-fn attribute_fate<'a>(case: roxmltree::Node<'a, '_>) -> Option<(Fate, &'a str)> {
-    let skipped_flag = case
-        .attribute("skipped")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    if skipped_flag {
-        return Some((Fate::Skipped, "skipped"));
-    }
-    ["status", "result", "outcome"].iter().find_map(|name| {
-        let value = case.attribute(*name)?;
-        let lower = value.to_ascii_lowercase();
-        match lower.as_str() {
-            "fail" | "failed" | "failure" | "error" | "errored" | "broken" | "timeout" => {
-                Some((Fate::Failed, value))
-            }
-            "skip" | "skipped" | "disabled" | "ignored" | "notrun" | "not_run" | "pending"
-            | "todo" | "xfail" | "xfailed" | "notexecuted" | "inconclusive" => {
-                Some((Fate::Skipped, value))
-            }
-            _ => None,
-        }
-    })
-}
-
-/// Every test case of a parsed JUnit report.
-fn cases<'a>(doc: &'a roxmltree::Document<'a>) -> Vec<Case<'a>> {
-    doc.descendants()
-        .filter(|n| n.has_tag_name("testcase"))
-        .map(|case| {
-            let classname = case.attribute("classname").unwrap_or("");
-            let failure = case
-                .children()
-                .find(|c| c.has_tag_name("failure") || c.has_tag_name("error"));
-            let skipped = case.children().any(|c| c.has_tag_name("skipped"));
-            let (fate, message) = match (failure, skipped, attribute_fate(case)) {
-                (Some(f), _, _) => (
-                    Fate::Failed,
-                    f.attribute("message").unwrap_or(f.tag_name().name()),
-                ),
-                (None, _, Some((Fate::Failed, status))) => (Fate::Failed, status),
-                (None, true, _) | (None, false, Some((Fate::Skipped, _))) => (Fate::Skipped, ""),
-                _ => (Fate::Passed, ""),
-            };
-            Case {
-                id: format!("{classname}::{}", case.attribute("name").unwrap_or("")),
-                classname,
-                file: case.attribute("file"),
-                fate,
-                message,
-            }
-        })
-        .collect()
-}
-
-/// Parses a JUnit report; `what` names it in errors.
-fn parse<'a>(text: &'a str, what: &str) -> Result<roxmltree::Document<'a>, String> {
-    let doc = roxmltree::Document::parse(text).map_err(|e| format!("{what} is not XML: {e}"))?;
-    let root = doc.root_element().tag_name().name();
-    if root != "testsuites" && root != "testsuite" {
-        return Err(format!("{what} is not JUnit XML (root `{root}`)"));
-    }
-    Ok(doc)
-}
-
 /// Only a repository-relative file attribute names a path.
 fn finding_path(file: Option<&str>) -> &str {
     file.filter(|p| !p.starts_with('/') && !p.split('/').any(|c| c == ".."))
@@ -198,13 +119,19 @@ fn tally<'a>(cases: &'a [Case<'a>]) -> BTreeMap<&'a str, (usize, usize, usize)> 
 /// written by code the patch controls) cannot stand in for a skipped one:
 /// an id that passed on the base is stopped when it is skipped more often,
 /// or runs fewer times, than there.
-fn stopped_running(trial: &Trial, base: &[Case<'_>], after: &[Case<'_>]) -> Vec<Finding> {
+fn stopped_running(
+    trial: &Trial,
+    base: &[Case<'_>],
+    after: &[Case<'_>],
+    judgement: &Judgement,
+) -> Vec<Finding> {
     let (base_tally, after_tally) = (tally(base), tally(after));
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     let mut more = 0usize;
     for c in base {
-        if !seen.insert(c.id.as_str()) {
+        // A required test is judged on its own, with its own finding.
+        if !seen.insert(c.id.as_str()) || judgement.is_required(c) {
             continue;
         }
         let (passed, _, base_skipped) = base_tally[c.id.as_str()];
@@ -269,45 +196,78 @@ impl Guest for TestsPass {
             .lines()
             .map(str::trim)
             .collect();
+        let base_text = match std::fs::read_to_string("/inputs/base-junit.xml") {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read the base revision's test report: {e}")),
+        };
+        let base_doc = match &base_text {
+            Some(t) => Some(parse(t, "the base revision's test report")?),
+            None => None,
+        };
+        let base = base_doc.as_ref().map(cases);
+        let after = cases(&doc);
+        let required = required_tests(&trial);
+        let judgement = judge(base.as_deref(), &after, &required);
         let mut ran = 0;
         let mut findings: Vec<Finding> = Vec::new();
-        let after = cases(&doc);
         for case in &after {
             if case.fate == Fate::Skipped {
                 continue;
             }
             ran += 1;
-            if case.fate == Fate::Failed {
-                let (id, what) = (&case.id, case.message);
-                let path = finding_path(case.file);
-                let mut item = finding(path, None, format!("{id} failed: {what}"));
-                if frozen.contains(&id.as_str()) {
-                    match changed_definition(&trial, case.classname, case.file) {
-                        Some(defined) => {
-                            item.message = format!(
-                                "{id} failed: {what} (frozen, but counted: the patch changes `{defined}`, which defines it, and a freeze covers the test as observed, not as a patch rewrote it)"
-                            );
-                        }
-                        None => {
-                            item.frozen = true;
-                            item.message =
-                                format!("{id} failed (frozen flake, not counted): {what}");
-                        }
+            if case.fate != Fate::Failed || judgement.is_required(case) {
+                continue;
+            }
+            let (id, what) = (&case.id, case.message);
+            let path = finding_path(case.file);
+            let mut item = finding(path, None, format!("{id} failed: {what}"));
+            if frozen.contains(&id.as_str()) {
+                match changed_definition(&trial, case.classname, case.file) {
+                    Some(defined) => {
+                        item.message = format!(
+                            "{id} failed: {what} (frozen, but counted: the patch changes `{defined}`, which defines it, and a freeze covers the test as observed, not as a patch rewrote it)"
+                        );
+                    }
+                    None => {
+                        item.frozen = true;
+                        item.message = format!("{id} failed (frozen flake, not counted): {what}");
                     }
                 }
-                findings.push(item);
+            } else if !judgement.failure_counts(id) {
+                item.frozen = true;
+                item.message = format!(
+                    "{id} failed on the base revision too (fail_to_fail, not counted): {what}"
+                );
             }
+            findings.push(item);
         }
         if ran == 0 {
             findings.push(finding("", None, "the test report ran zero tests"));
         }
-        match std::fs::read_to_string("/inputs/base-junit.xml") {
-            Ok(base_text) => {
-                let base = parse(&base_text, "the base revision's test report")?;
-                findings.extend(stopped_running(&trial, &cases(&base), &after));
+        for r in &judgement.required {
+            if r.holds() {
+                continue;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot read the base revision's test report: {e}")),
+            let why = match r.transition.after {
+                Some(Fate::Failed) => {
+                    let message = after
+                        .iter()
+                        .find(|c| c.fate == Fate::Failed && r.test.matches(c))
+                        .map_or("", |c| c.message);
+                    format!("failed after the patch: {message}")
+                }
+                Some(Fate::Skipped) => "was skipped after the patch".to_string(),
+                _ => "is not in the report after the patch".to_string(),
+            };
+            findings.push(finding(
+                "",
+                None,
+                format!("required test `{}` ({}) {why}", r.test.id, r.kind.as_str()),
+            ));
+        }
+        if let Some(base) = &base {
+            findings.extend(stopped_running(&trial, base, &after, &judgement));
         }
         Ok(if findings.iter().all(|f| f.frozen) {
             Outcome::Holds(findings)
@@ -315,6 +275,19 @@ impl Guest for TestsPass {
             Outcome::Miss(findings)
         })
     }
+}
+
+/// The evaluator's required tests, handed over in the configuration, one
+/// id per line: `fail_to_pass`, `pass_to_pass` and `require_pass`.
+fn required_tests(trial: &Trial) -> Vec<(Kind, Required)> {
+    [Kind::FailToPass, Kind::PassToPass, Kind::Required]
+        .into_iter()
+        .flat_map(|kind| {
+            split_ids(config(trial, kind.as_str()).unwrap_or(""))
+                .into_iter()
+                .map(move |r| (kind, r))
+        })
+        .collect()
 }
 
 agent_ledger_guest::export!(TestsPass with_types_in agent_ledger_guest);

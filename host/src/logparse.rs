@@ -1,0 +1,342 @@
+//! Log parsers: a test runner's output turned into a JUnit report, for
+//! runners that write none (`--test-log-parser`, a manifest's
+//! `log_parser`), as the SWE-bench harness has one per repository. The
+//! output is untrusted (the code under test prints it), exactly as a report
+//! it writes would be: a parsed report is judged like any other, and the
+//! test command's exit status must agree with it.
+//!
+//! - `sympy`: `bin/test` (`--verbose`): a file header `path.py[N]`, then a
+//!   line per test, `test_name STATUS` (`ok` passed; `F`, `E` and `X`, an
+//!   unexpected pass, failed; `f`, an expected failure, and `s` skipped).
+//!   Cases are `classname` the file's module, `name` the function.
+//! - `django`: `runtests.py --verbosity 2` (unittest's verbose lines):
+//!   `test_name (module.Class) ... STATUS`, the status on the same line or,
+//!   after a docstring, a later one (`ok`; `FAIL`, `ERROR`, `unexpected
+//!   success` failed; `skipped …`, `expected failure` skipped).
+//! - `pytest`: `pytest -rA`'s short summary: `PASSED node_id`, `FAILED
+//!   node_id - …`, `ERROR node_id`, `SKIPPED …`, `XFAIL node_id`, `XPASS
+//!   node_id`; node ids become cases as `tests_pass` reads node ids.
+
+use crate::exit::{Error, Result};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+/// The runners a log parser exists for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogParser {
+    Sympy,
+    Django,
+    Pytest,
+}
+
+impl LogParser {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogParser::Sympy => "sympy",
+            LogParser::Django => "django",
+            LogParser::Pytest => "pytest",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<LogParser> {
+        <LogParser as clap::ValueEnum>::from_str(name, false).ok()
+    }
+}
+
+/// How a test ended, as a log says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+/// One case a log names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Logged {
+    classname: String,
+    name: String,
+    seen: Seen,
+}
+
+/// The JUnit report `parser` reads in `log`; `None` when it finds no test.
+pub fn report(parser: LogParser, log: &[u8]) -> Result<Option<Vec<u8>>> {
+    let text = String::from_utf8_lossy(log);
+    let cases = match parser {
+        LogParser::Sympy => sympy(&text),
+        LogParser::Django => django(&text),
+        LogParser::Pytest => pytest(&text),
+    };
+    if cases.is_empty() {
+        return Ok(None);
+    }
+    let mut suite = TestSuite::new(parser.as_str());
+    for c in cases {
+        let status = match c.seen {
+            Seen::Passed => TestCaseStatus::success(),
+            Seen::Failed => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message("failed (from the runner's log)");
+                s
+            }
+            Seen::Skipped => TestCaseStatus::skipped(),
+        };
+        let mut case = TestCase::new(clean(&c.name), status);
+        case.set_classname(clean(&c.classname));
+        suite.add_test_case(case);
+    }
+    let mut report = Report::new(format!("{} log", parser.as_str()));
+    report.add_test_suite(suite);
+    report
+        .to_string()
+        .map(|s| Some(s.into_bytes()))
+        .map_err(|e| Error::Internal(format!("cannot write the parsed report: {e}")))
+}
+
+/// Text XML 1.0 can hold: control characters dropped.
+fn clean(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() && *c != '\u{FFFE}' && *c != '\u{FFFF}')
+        .collect()
+}
+
+fn module_of(path: &str) -> String {
+    let path = path.strip_prefix("./").unwrap_or(path);
+    path.strip_suffix(".py").unwrap_or(path).replace('/', ".")
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+fn sympy(text: &str) -> Vec<Logged> {
+    let mut out = Vec::new();
+    let mut module = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some((path, rest)) = line.split_once(".py[")
+            && rest.trim_end().ends_with(']')
+            && !path.contains(' ')
+        {
+            module = module_of(&format!("{path}.py"));
+            continue;
+        }
+        let mut tokens = line.split_whitespace();
+        let (Some(name), Some(status)) = (tokens.next(), tokens.next()) else {
+            continue;
+        };
+        if !name.starts_with("test_") || !is_ident(name) {
+            continue;
+        }
+        let seen = match status {
+            "ok" => Seen::Passed,
+            "F" | "E" | "X" => Seen::Failed,
+            "f" | "s" => Seen::Skipped,
+            _ => continue,
+        };
+        out.push(Logged {
+            classname: module.clone(),
+            name: name.to_string(),
+            seen,
+        });
+    }
+    out
+}
+
+/// `test_name (module.Class)` (or Python 3.11's `(module.Class.test_name)`).
+fn unittest_id(s: &str) -> Option<(String, String)> {
+    let (name, rest) = s.trim().split_once(" (")?;
+    let inner = rest.strip_suffix(')')?;
+    if !is_ident(name) || inner.contains(' ') || inner.is_empty() {
+        return None;
+    }
+    let class = inner
+        .strip_suffix(name)
+        .and_then(|c| c.strip_suffix('.'))
+        .unwrap_or(inner);
+    Some((class.to_string(), name.to_string()))
+}
+
+fn unittest_status(s: &str) -> Option<Seen> {
+    let s = s.trim();
+    Some(match s {
+        "ok" => Seen::Passed,
+        "FAIL" | "ERROR" | "unexpected success" => Seen::Failed,
+        "expected failure" => Seen::Skipped,
+        _ if s.starts_with("skipped") => Seen::Skipped,
+        _ => return None,
+    })
+}
+
+fn django(text: &str) -> Vec<Logged> {
+    let mut out = Vec::new();
+    let mut pending: Option<(String, String)> = None;
+    for line in text.lines() {
+        let (left, status) = match line.rsplit_once(" ... ") {
+            Some((l, s)) => (l, unittest_status(s)),
+            None => (line, None),
+        };
+        if let Some(id) = unittest_id(left) {
+            pending = Some(id);
+        }
+        if let Some(seen) = status
+            && let Some((classname, name)) = pending.take()
+        {
+            out.push(Logged {
+                classname,
+                name,
+                seen,
+            });
+        }
+    }
+    out
+}
+
+fn pytest(text: &str) -> Vec<Logged> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((word, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        let seen = match word {
+            "PASSED" | "XPASS" => Seen::Passed,
+            "FAILED" | "ERROR" => Seen::Failed,
+            "SKIPPED" | "XFAIL" => Seen::Skipped,
+            _ => continue,
+        };
+        // `FAILED id - message`: the id ends at the first ` - ` outside
+        // brackets; SKIPPED lines name a location, not an id.
+        let id = node_id(rest);
+        let parts = split_node(id);
+        if parts.len() < 2 || !parts[0].ends_with(".py") {
+            continue;
+        }
+        let mut classname = module_of(parts[0]);
+        for class in &parts[1..parts.len() - 1] {
+            classname.push('.');
+            classname.push_str(class);
+        }
+        out.push(Logged {
+            classname,
+            name: parts[parts.len() - 1].to_string(),
+            seen,
+        });
+    }
+    out
+}
+
+fn node_id(rest: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            ' ' if depth == 0 && rest[i..].starts_with(" - ") => return &rest[..i],
+            _ => {}
+        }
+    }
+    rest.trim_end()
+}
+
+fn split_node(id: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    let b = id.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            b':' if depth == 0 && b.get(i + 1) == Some(&b':') => {
+                parts.push(&id[start..i]);
+                start = i + 2;
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(&id[start..]);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(parser: LogParser, log: &str) -> Vec<(String, Seen)> {
+        let cases = match parser {
+            LogParser::Sympy => sympy(log),
+            LogParser::Django => django(log),
+            LogParser::Pytest => pytest(log),
+        };
+        cases
+            .into_iter()
+            .map(|c| (format!("{}::{}", c.classname, c.name), c.seen))
+            .collect()
+    }
+
+    #[test]
+    fn sympy_verbose_output() {
+        let log = "============ test process starts ============\n\
+                   sympy/core/tests/test_basic.py[3] \n\
+                   test_a ok\n\
+                   test_b F\n\
+                   test_c f\n\
+                   sympy/printing/tests/test_latex.py[1] \n\
+                   test_d E\n\
+                   ________________ sympy/core/tests/test_basic.py:test_b ________\n\
+                   tests finished: 1 passed, 1 failed, 1 expected to fail, 1 exceptions\n";
+        assert_eq!(
+            ids(LogParser::Sympy, log),
+            [
+                (
+                    "sympy.core.tests.test_basic::test_a".to_string(),
+                    Seen::Passed
+                ),
+                ("sympy.core.tests.test_basic::test_b".into(), Seen::Failed),
+                ("sympy.core.tests.test_basic::test_c".into(), Seen::Skipped),
+                (
+                    "sympy.printing.tests.test_latex::test_d".into(),
+                    Seen::Failed
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn django_verbose_output() {
+        let log = "test_a (app.tests.T) ... ok\n\
+                   test_b (app.tests.T)\nA docstring. ... FAIL\n\
+                   test_c (app.tests.T.test_c) ... skipped 'no db'\n\
+                   test_d (app.tests.T) ... ERROR\n";
+        assert_eq!(
+            ids(LogParser::Django, log),
+            [
+                ("app.tests.T::test_a".to_string(), Seen::Passed),
+                ("app.tests.T::test_b".into(), Seen::Failed),
+                ("app.tests.T::test_c".into(), Seen::Skipped),
+                ("app.tests.T::test_d".into(), Seen::Failed),
+            ]
+        );
+    }
+
+    #[test]
+    fn pytest_short_summary() {
+        let log = "PASSED testing/test_a.py::test_x[a - b]\n\
+                   FAILED testing/test_a.py::T::test_y - assert 1 == 2\n\
+                   SKIPPED [1] testing/test_a.py:3: no\n";
+        assert_eq!(
+            ids(LogParser::Pytest, log),
+            [
+                ("testing.test_a::test_x[a - b]".to_string(), Seen::Passed),
+                ("testing.test_a.T::test_y".into(), Seen::Failed),
+            ]
+        );
+        assert!(report(LogParser::Pytest, b"nothing").unwrap().is_none());
+        let xml = report(LogParser::Sympy, b"a.py[1]\ntest_q ok\n")
+            .unwrap()
+            .unwrap();
+        let cases = crate::junit::parse(std::path::Path::new("x"), &xml).unwrap();
+        assert_eq!(cases[0].id, "a::test_q");
+    }
+}

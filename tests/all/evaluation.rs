@@ -1,0 +1,522 @@
+//! Evaluating a trial the way SWE-bench does: the evaluator's test patch
+//! applied after the agent's, the tests that decide (`FAIL_TO_PASS`,
+//! `PASS_TO_PASS`), verdicts relative to the base revision, interpreters
+//! the sandbox would hide, and runners that write no JUnit. Each test
+//! builds a small Python repository with no `agent-ledger.toml` and no
+//! fixture directory, as every SWE-bench base is.
+
+use crate::support::*;
+use std::path::Path;
+
+/// unittest discovery under `tests/`, writing JUnit with passes, failures,
+/// errors and skips.
+const RUNNER: &str = r#"import os, sys, unittest
+from xml.sax.saxutils import quoteattr
+sys.path.insert(0, ".")
+class R(unittest.TextTestResult):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k); self.cases = []
+    def addSuccess(self, t): super().addSuccess(t); self.cases.append((t, None))
+    def addFailure(self, t, e): super().addFailure(t, e); self.cases.append((t, "failure"))
+    def addError(self, t, e): super().addError(t, e); self.cases.append((t, "error"))
+    def addSkip(self, t, r): super().addSkip(t, r); self.cases.append((t, "skipped"))
+suite = unittest.defaultTestLoader.discover("tests", top_level_dir=".")
+result = unittest.TextTestRunner(resultclass=R, verbosity=0).run(suite)
+with open(os.environ["AGENT_LEDGER_JUNIT"], "w") as out:
+    out.write("<testsuites><testsuite name='all'>")
+    for t, kind in result.cases:
+        c = type(t).__module__ + "." + type(t).__name__
+        out.write("<testcase classname=%s name=%s>" % (quoteattr(c), quoteattr(t._testMethodName)))
+        if kind: out.write("<%s/>" % kind)
+        out.write("</testcase>")
+    out.write("</testsuite></testsuites>")
+sys.exit(0 if result.wasSuccessful() else 1)
+"#;
+
+const TESTS: &str = "import unittest\nfrom calc import add, sub\n\n\nclass TestCalc(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n\n    def test_network(self):\n        raise OSError(\"no network in the sandbox\")\n";
+
+/// A repository whose `add` is wrong, with a test that always fails (it
+/// wants a network), and its base commit.
+pub(crate) fn repo() -> DemoRepo {
+    let dir = tempdir();
+    let root = dir.path();
+    write(
+        &root.join("calc.py"),
+        "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
+    );
+    write(&root.join("run_tests.py"), RUNNER);
+    write(&root.join("tests/__init__.py"), "");
+    write(&root.join("tests/test_calc.py"), TESTS);
+    write(
+        &root.join("tests/test_more.py"),
+        "import unittest\n\n\nclass TestMore(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 4)\n",
+    );
+    write(&root.join("README.md"), "calc\n");
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    let base = git(root, &["rev-parse", "HEAD"]);
+    DemoRepo { dir, base }
+}
+
+/// The evaluator's test patch: `test_add`, which fails on the base.
+pub(crate) fn eval_patch(repo: &DemoRepo) -> Vec<u8> {
+    patch_of(repo, |root| {
+        let text = std::fs::read_to_string(root.join("tests/test_calc.py")).unwrap();
+        write(
+            &root.join("tests/test_calc.py"),
+            format!("{text}\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"),
+        );
+    })
+}
+
+pub(crate) fn fix(root: &Path) {
+    write(
+        &root.join("calc.py"),
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+    );
+}
+
+pub(crate) const F2P: &str = "tests/test_calc.py::TestCalc::test_add";
+pub(crate) const P2P: &str = "test_sub (tests.test_calc.TestCalc)";
+
+/// Captures `edit` as run `run` and checks it with the evaluator's patch
+/// and the required tests; returns the exit code and the record.
+fn evaluated(
+    repo: &DemoRepo,
+    run_id: &str,
+    edit: impl FnOnce(&Path),
+    extra: &[&str],
+) -> (Output, serde_json::Value) {
+    let eval = eval_patch(repo);
+    let patch = patch_of(repo, edit);
+    let scratch = tempdir();
+    let eval_file = scratch.path().join("test.patch");
+    write(&eval_file, &eval);
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", run_id, "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let mut args = vec![
+        "--test-cmd",
+        "python3 run_tests.py",
+        "--eval-patch",
+        eval_file.to_str().unwrap(),
+        "--require-pass",
+        F2P,
+        "--require-pass",
+        P2P,
+    ];
+    args.extend_from_slice(extra);
+    let out = repo.check(run_id, &args);
+    let record = repo.properties(run_id);
+    (out, record)
+}
+
+#[test]
+fn a_resolving_patch_is_review_with_each_tests_transition_on_record() {
+    let repo = repo();
+    let (out, record) = evaluated(&repo, "r", fix, &[]);
+    assert_eq!(out.code, 0, "{}\n{record:#}", out.stderr);
+    // The evaluator's patch is stored, locked and named in the chain.
+    let e = &record["evaluation"];
+    assert_eq!(
+        e["paths"],
+        serde_json::json!(["tests/test_calc.py"]),
+        "{record:#}"
+    );
+    let stored = std::fs::read(repo.path().join(".agent-ledger/properties/r.eval.patch")).unwrap();
+    assert_eq!(
+        e["patch"]["sha256"],
+        agent_ledger::digest::sha256_hex(&stored)
+    );
+    let lock: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(repo.path().join(".agent-ledger/fixtures/r.lock.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        lock["evaluation"]["patch_sha256"], e["patch"]["sha256"],
+        "{lock:#}"
+    );
+    // Each required test, and the failure that was already there.
+    let t = &record["tests"];
+    assert_eq!(t["required"][0]["id"], F2P, "{t:#}");
+    assert_eq!(t["required"][0]["base"], "failed", "{t:#}");
+    assert_eq!(t["required"][0]["after"], "passed", "{t:#}");
+    assert_eq!(t["required"][1]["base"], "passed", "{t:#}");
+    assert_eq!(
+        t["fail_to_fail"],
+        serde_json::json!(["tests.test_calc.TestCalc::test_network"]),
+        "{t:#}"
+    );
+    let p = outcome(&record, "tests_pass");
+    assert_eq!(p["outcome"], "holds", "{p:#}");
+    // The change-judging properties saw the agent's patch only.
+    assert_eq!(outcome(&record, "tests_not_deleted")["outcome"], "holds");
+    run(repo.path(), &["verify", "--run", "r", "--replay"]).assert_code(0);
+}
+
+#[test]
+fn a_patch_that_does_not_make_the_failing_test_pass_is_reject() {
+    let repo = repo();
+    let (out, record) = evaluated(
+        &repo,
+        "r",
+        |root| write(&root.join("README.md"), "calc, fixed?\n"),
+        &[],
+    );
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "tests_pass",
+        "",
+        &format!("required test `{F2P}` (require_pass) failed after the patch"),
+    );
+}
+
+#[test]
+fn a_patch_that_breaks_a_test_that_passed_is_reject() {
+    let repo = repo();
+    let (out, record) = evaluated(
+        &repo,
+        "r",
+        |root| {
+            write(
+                &root.join("calc.py"),
+                "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n",
+            )
+        },
+        &[],
+    );
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "tests_pass",
+        "",
+        &format!("required test `{P2P}` (require_pass) failed after the patch"),
+    );
+}
+
+/// The agent rewrites the evaluator's test file so that its own version
+/// passes without the fix: the evaluator's file replaces it before the
+/// tests run, and the overwrite is on record.
+#[test]
+fn an_agent_that_rewrites_the_evaluators_test_file_is_tested_on_the_evaluators() {
+    let repo = repo();
+    let (out, record) = evaluated(
+        &repo,
+        "r",
+        |root| {
+            write(
+                &root.join("tests/test_calc.py"),
+                "import unittest\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        pass\n\n    def test_sub(self):\n        pass\n",
+            );
+        },
+        &[],
+    );
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(&record, "tests_pass", "", "failed after the patch");
+    let files = outcome(&record, "evaluator_files");
+    assert_eq!(files["outcome"], "holds", "{files:#}");
+    assert_eq!(
+        files["findings"][0]["path"], "tests/test_calc.py",
+        "{files:#}"
+    );
+    assert_eq!(
+        record["evaluation"]["agent_overwritten"],
+        serde_json::json!(["tests/test_calc.py"])
+    );
+}
+
+/// Failures that were already there on the base are not the patch's:
+/// without required tests, a baseline keeps `test_network` (it fails
+/// before and after every patch) from rejecting an honest fix.
+#[test]
+fn a_failure_already_there_on_the_base_is_recorded_not_counted() {
+    let repo = repo();
+    let patch = patch_of(&repo, fix);
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(
+        &config_file,
+        "schema = 1\n[fixtures]\nnone = \"a library with no data files\"\n",
+    );
+    let out = repo.check(
+        "r",
+        &[
+            "--test-cmd",
+            "python3 run_tests.py",
+            "--config",
+            config_file.to_str().unwrap(),
+        ],
+    );
+    let record = repo.properties("r");
+    assert_eq!(out.code, 0, "{}\n{record:#}", out.stderr);
+    let p = outcome(&record, "tests_pass");
+    let f = &p["findings"][0];
+    assert_eq!(f["frozen"], true, "{p:#}");
+    assert!(
+        f["message"].as_str().unwrap().contains("fail_to_fail"),
+        "{p:#}"
+    );
+    // Without the baseline, the same failure counts.
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "s", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check(
+        "s",
+        &[
+            "--test-cmd",
+            "python3 run_tests.py",
+            "--no-test-baseline",
+            "--config",
+            config_file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 4, "{}", out.stderr);
+}
+
+/// `[fixtures] none` is a lock of no files that says why; without it, a
+/// repository with no fixture roots is still `fixture_mismatch`.
+#[test]
+fn a_repository_without_fixtures_says_so_in_its_lock() {
+    let repo = repo();
+    let patch = patch_of(&repo, fix);
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check("r", &[]);
+    assert_eq!(out.code, 3, "{}", out.stdout);
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(
+        &config_file,
+        "schema = 1\n[fixtures]\nnone = \"no data files\"\n",
+    );
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "s", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    repo.check("s", &["--config", config_file.to_str().unwrap()])
+        .assert_code(0);
+    let lock: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(repo.path().join(".agent-ledger/fixtures/s.lock.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(lock["none"], "no data files", "{lock:#}");
+    write(&config_file, "schema = 1\n[fixtures]\nnone = \"\"\n");
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "t", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check("t", &["--config", config_file.to_str().unwrap()]);
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains("fixtures.none"), "{}", out.stderr);
+}
+
+/// An interpreter in a directory the sandbox hides (a virtualenv under
+/// `$HOME`) is not found, and the error says what to do; shown with
+/// `--test-ro` (and a variable passed with `--test-env`), it runs. The
+/// rest of `$HOME` stays hidden.
+#[test]
+fn an_interpreter_under_home_runs_when_shown_read_only() {
+    let repo = repo();
+    let home = tempfile::Builder::new()
+        .prefix("al-home-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let venv = home.path().join("venv/bin");
+    write(
+        &venv.join("runtests"),
+        format!(
+            "#!/bin/sh\ntest \"$SUITE\" = calc || exit 3\ntest -e {secret} && exit 4\nexec python3 run_tests.py\n",
+            secret = home.path().join("secret").display()
+        ),
+    );
+    write(&home.path().join("secret"), "s3cret");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        venv.join("runtests"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let patch = patch_of(&repo, fix);
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(
+        &config_file,
+        "schema = 1\n[fixtures]\nnone = \"no data files\"\n",
+    );
+    let cmd = venv.join("runtests").display().to_string();
+    let check = |run_id: &str, extra: &[&str]| {
+        run_with_stdin(
+            repo.path(),
+            &["capture", "--run", run_id, "--body", "-"],
+            Some(&patch),
+        )
+        .assert_code(0);
+        let cache = cache_dir();
+        let mut args = vec![
+            "check",
+            "--run",
+            run_id,
+            "--base",
+            &repo.base,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--config",
+            config_file.to_str().unwrap(),
+            "--test-cmd",
+            &cmd,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let mut c = command(repo.path());
+        c.env("HOME", home.path());
+        run_command(c, &args, None)
+    };
+    let out = check("r", &["--test-env", "SUITE=calc"]);
+    assert_eq!(out.code, 4, "{}", out.stdout);
+    let record = repo.properties("r");
+    let why = outcome(&record, "test_command")["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(why.contains("exited 127"), "{why}");
+    assert!(why.contains("--test-ro"), "{why}");
+    let venv_dir = home.path().join("venv").display().to_string();
+    let out = check("s", &["--test-ro", &venv_dir, "--test-env", "SUITE=calc"]);
+    assert_eq!(out.code, 0, "{}\n{:#}", out.stderr, repo.properties("s"));
+    // A path that holds what the sandbox hides is refused.
+    let out = check(
+        "t",
+        &["--test-ro", repo.path().parent().unwrap().to_str().unwrap()],
+    );
+    assert_eq!(out.code, 64, "{}", out.stderr);
+    assert!(out.stderr.contains("--test-ro"), "{}", out.stderr);
+}
+
+/// A runner that writes no JUnit: its log is parsed (sympy's `bin/test`
+/// here), and its output's tail is on record.
+#[test]
+fn a_runner_without_junit_is_read_from_its_log() {
+    let repo = repo();
+    let script = "printf 'tests/test_calc.py[2] \\ntest_sub ok\\ntest_add %s\\n' $(python3 -c 'from calc import add; print(\"ok\" if add(1, 2) == 3 else \"F\")'); python3 -c 'from calc import add; exit(0 if add(1, 2) == 3 else 1)'";
+    let patch = patch_of(&repo, fix);
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(
+        &config_file,
+        "schema = 1\n[fixtures]\nnone = \"no data files\"\n",
+    );
+    for (run_id, body, code) in [("r", Some(&patch), 0), ("s", None, 4)] {
+        let body = body
+            .cloned()
+            .unwrap_or_else(|| patch_of(&repo, |root| write(&root.join("README.md"), "x\n")));
+        run_with_stdin(
+            repo.path(),
+            &["capture", "--run", run_id, "--body", "-"],
+            Some(&body),
+        )
+        .assert_code(0);
+        let out = repo.check(
+            run_id,
+            &[
+                "--test-cmd",
+                script,
+                "--test-log-parser",
+                "sympy",
+                "--require-pass",
+                "test_add",
+                "--config",
+                config_file.to_str().unwrap(),
+            ],
+        );
+        let record = repo.properties(run_id);
+        assert_eq!(out.code, code, "{}\n{record:#}", out.stderr);
+        assert_eq!(record["test_run"]["log_parser"], "sympy", "{record:#}");
+        assert!(
+            record["test_run"]["stdout_tail"]
+                .as_str()
+                .unwrap()
+                .contains("test_sub ok"),
+            "{record:#}"
+        );
+    }
+}
+
+/// Manifest lines carry the evaluator's inputs: an inline test patch and
+/// SWE-bench's JSON-encoded id lists.
+#[test]
+fn a_batch_line_carries_the_evaluators_inputs() {
+    let repo = repo();
+    let eval = String::from_utf8(eval_patch(&repo)).unwrap();
+    let dir = tempdir();
+    for (run_id, edit) in [("good", true), ("bad", false)] {
+        let patch = if edit {
+            patch_of(&repo, fix)
+        } else {
+            patch_of(&repo, |root| write(&root.join("README.md"), "x\n"))
+        };
+        write(&dir.path().join(format!("{run_id}.diff")), patch);
+    }
+    let line = |run_id: &str| {
+        serde_json::json!({
+            "run": run_id,
+            "body": format!("{run_id}.diff"),
+            "repo": repo.path(),
+            "base": repo.base,
+            "test_cmd": "python3 run_tests.py",
+            "eval_patch": eval,
+            "fail_to_pass": serde_json::to_string(&[F2P]).unwrap(),
+            "pass_to_pass": [P2P],
+            "captured_at": "2026-11-01T00:00:00Z",
+        })
+        .to_string()
+    };
+    let manifest = dir.path().join("trials.jsonl");
+    write(&manifest, format!("{}\n{}\n", line("good"), line("bad")));
+    let cache = cache_dir();
+    let out = run(
+        repo.path(),
+        &[
+            "batch",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
+    let good = repo.properties("good");
+    assert_eq!(outcome(&good, "tests_pass")["outcome"], "holds", "{good:#}");
+    assert_eq!(good["evaluation"]["fail_to_pass"], serde_json::json!([F2P]));
+    let bad = repo.properties("bad");
+    assert_miss(
+        &bad,
+        "tests_pass",
+        "",
+        "(fail_to_pass) failed after the patch",
+    );
+}
