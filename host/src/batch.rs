@@ -705,6 +705,7 @@ fn check_trial(
                     .log_parser
                     .as_deref()
                     .and_then(crate::logparse::LogParser::parse),
+                cache_dir: options.cache_dir.clone(),
             }),
         now: None,
         evaluation,

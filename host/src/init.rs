@@ -66,8 +66,20 @@ const FIXTURE_DIRS: &[&str] = &[
     "snapshots",
     "golden",
     "test_data",
+    "test-data",
     "testfiles",
+    "__fixtures__",
+    "cassettes",
+    "goldens",
+    "expected",
 ];
+
+/// Names that hold test data only below a test directory (`tests/data`,
+/// `src/test/resources`); elsewhere they are the program's own.
+const TEST_DATA_DIRS: &[&str] = &["data", "resources", "files", "samples"];
+
+/// Directory names of test suites.
+const TEST_DIRS: &[&str] = &["test", "tests", "testing", "spec", "__tests__"];
 
 /// What `init` found and wrote.
 #[derive(Debug, serde::Serialize)]
@@ -171,7 +183,8 @@ fn fixture_roots(files: &[String]) -> Vec<String> {
     for f in files {
         let parts: Vec<&str> = f.split('/').collect();
         for (i, part) in parts.iter().enumerate().take(parts.len().saturating_sub(1)) {
-            if FIXTURE_DIRS.contains(part) {
+            let under_tests = parts[..i].iter().any(|p| TEST_DIRS.contains(p));
+            if FIXTURE_DIRS.contains(part) || (under_tests && TEST_DATA_DIRS.contains(part)) {
                 dirs.insert(parts[..=i].join("/"));
                 break;
             }
@@ -207,7 +220,7 @@ fn render(languages: &[String], globs: &[String], roots: &[String]) -> String {
         format!("globs = {}\n", toml_list(globs))
     };
     let roots_line = if roots.is_empty() {
-        "# No fixture directory found. Without one, `check` says\n# `fixture_mismatch` (nothing the checks read is locked). List yours:\n# roots = [\"tests/fixtures\"]\nroots = []\n".to_string()
+        "# No fixture directory found. Without one, `check` says\n# `fixture_mismatch` (nothing the checks read is locked). List yours:\n# roots = [\"tests/fixtures\"]\n# or, when the tests read no data files, say so (the lock records why):\n# none = \"the tests read no data files\"\n# (A trial with an evaluator's test patch, `--eval-patch`, locks that.)\nroots = []\n".to_string()
     } else {
         format!("roots = {}\n", toml_list(roots))
     };
@@ -255,12 +268,23 @@ mod tests {
         let files = [
             "tests/fixtures/a.json",
             "tests/fixtures/nested/fixtures/b.json",
+            "tests/data/golden.txt",
+            "src/test/resources/x.json",
+            "data/users.csv",
             "pkg/testdata/c.txt",
             "src/lib.rs",
             "fixtures.py",
         ]
         .map(String::from);
-        assert_eq!(fixture_roots(&files), ["pkg/testdata", "tests/fixtures"]);
+        assert_eq!(
+            fixture_roots(&files),
+            [
+                "pkg/testdata",
+                "src/test/resources",
+                "tests/data",
+                "tests/fixtures"
+            ]
+        );
     }
 
     #[test]

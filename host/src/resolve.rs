@@ -421,6 +421,7 @@ impl TrialArgs {
                     read_only: resolved_ro.clone(),
                     env: env.clone(),
                     log_parser: self.test_log_parser,
+                    cache_dir: cache_dir.clone(),
                 }),
             now,
             evaluation,

@@ -520,3 +520,78 @@ fn a_batch_line_carries_the_evaluators_inputs() {
         "(fail_to_pass) failed after the patch",
     );
 }
+
+/// The base's run is cached on disk: a second `check` of the same base,
+/// evaluator patch and command (another process) reuses it, an entry that
+/// does not verify under this user's key is run again, and `--no-cache`
+/// never reads it.
+#[test]
+fn the_base_run_is_cached_across_processes_and_a_forged_entry_is_not_trusted() {
+    let repo = repo();
+    let patch = patch_of(&repo, fix);
+    let cache = tempdir();
+    let state = tempdir();
+    // Each run of the command leaves a mark of its own in its report.
+    let cmd = "python3 run_tests.py; python3 -c 'import os,uuid; p=os.environ[\"AGENT_LEDGER_JUNIT\"]; t=open(p).read(); open(p,\"w\").write(t.replace(\"</testsuites>\", \"<system-out>%s</system-out></testsuites>\" % uuid.uuid4()))'; python3 -c 'import unittest,sys; sys.path.insert(0,\".\"); from calc import add; sys.exit(0 if add(1,2)==3 else 1)'";
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(
+        &config_file,
+        "schema = 1\n[fixtures]\nnone = \"no data files\"\n",
+    );
+    let check = |run_id: &str, extra: &[&str]| {
+        run_with_stdin(
+            repo.path(),
+            &["capture", "--run", run_id, "--body", "-"],
+            Some(&patch),
+        )
+        .assert_code(0);
+        let mut args = vec![
+            "check",
+            "--run",
+            run_id,
+            "--base",
+            &repo.base,
+            "--config",
+            config_file.to_str().unwrap(),
+            "--test-cmd",
+            cmd,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let mut c = command(repo.path());
+        c.env("XDG_STATE_HOME", state.path());
+        let out = run_command(c, &args, None);
+        (
+            out.code,
+            std::fs::read(
+                repo.path()
+                    .join(format!(".agent-ledger/properties/{run_id}.base-junit.xml")),
+            )
+            .unwrap(),
+        )
+    };
+    let dir = cache.path().to_str().unwrap();
+    let (code, first) = check("r", &["--cache-dir", dir]);
+    assert_eq!(code, 0);
+    let (code, second) = check("s", &["--cache-dir", dir]);
+    assert_eq!(code, 0);
+    assert_eq!(first, second, "the second check ran the base again");
+    let entries: Vec<_> = std::fs::read_dir(cache.path().join("baselines"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(entries.len(), 1);
+    // Someone who can write the cache but not read the key forges it.
+    let mut forged = std::fs::read(entries[0].path()).unwrap();
+    let last = forged.len() - 3;
+    forged[last] ^= 1;
+    std::fs::write(entries[0].path(), forged).unwrap();
+    let (code, third) = check("t", &["--cache-dir", dir]);
+    assert_eq!(code, 0);
+    assert_ne!(third, first, "a forged entry was trusted");
+    let (code, fourth) = check("u", &["--no-cache"]);
+    assert_eq!(code, 0);
+    assert_ne!(fourth, third, "--no-cache read the cache");
+}

@@ -48,7 +48,7 @@ impl InitArgs {
                     inert(&done.test_globs.join(", ")).to_string()
                 },
                 if done.fixture_roots.is_empty() {
-                    "none found: add yours, or check says fixture_mismatch".into()
+                    "none found: list yours under [fixtures] roots, or say `none = \"why\"` (else check says fixture_mismatch)".into()
                 } else {
                     inert(&done.fixture_roots.join(", ")).to_string()
                 },

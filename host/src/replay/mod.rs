@@ -23,6 +23,7 @@
 //! whose report came from a test command is re-run in the same two phases.
 
 mod artifacts;
+pub mod baselines;
 mod bounds;
 mod cgroup;
 mod property;

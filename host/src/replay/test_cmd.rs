@@ -116,6 +116,9 @@ pub struct TestCommand {
     /// Turns the command's output into its report when it writes none
     /// (`--test-log-parser`).
     pub log_parser: Option<crate::logparse::LogParser>,
+    /// Where base-revision runs are cached across processes (the compile
+    /// cache's directory; `None` with `--no-cache`): see `baselines`.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl TestCommand {

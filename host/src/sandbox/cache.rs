@@ -192,6 +192,47 @@ impl Sandbox {
     }
 }
 
+/// An entry of another on-disk cache under the same per-user key (the
+/// test command's base-revision runs): `domain` separates its uses, `id`
+/// is what the entry is for. The entry is the tag, then `body`.
+pub fn seal(domain: &str, id: &str, body: &[u8]) -> Option<Vec<u8>> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key()?).expect("HMAC takes any key length");
+    for part in [domain.as_bytes(), b"\0", id.as_bytes(), b"\0", body] {
+        mac.update(part);
+    }
+    let mut entry = mac.finalize().into_bytes().to_vec();
+    entry.extend_from_slice(body);
+    Some(entry)
+}
+
+/// The body of an entry [`seal`] made for `domain` and `id`, when its tag
+/// verifies under this user's key; `None` for anything in doubt.
+pub fn open(domain: &str, id: &str, entry: &[u8]) -> Option<Vec<u8>> {
+    if entry.len() <= TAG_LEN {
+        return None;
+    }
+    let (tag, body) = entry.split_at(TAG_LEN);
+    let mut mac = Hmac::<Sha256>::new_from_slice(key()?).expect("HMAC takes any key length");
+    for part in [domain.as_bytes(), b"\0", id.as_bytes(), b"\0", body] {
+        mac.update(part);
+    }
+    mac.verify_slice(tag).ok()?;
+    Some(body.to_vec())
+}
+
+/// Writes a cache entry atomically (a 0700 directory made as needed).
+pub fn write_entry(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()

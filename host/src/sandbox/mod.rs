@@ -26,6 +26,7 @@
 
 mod cache;
 pub use cache::key_path as cache_key_path;
+pub use cache::{open as open_sealed, seal, write_entry as write_cache_entry};
 mod convert;
 mod fs;
 mod limiter;
