@@ -225,3 +225,19 @@ fn a_prediction_for_an_unknown_instance_is_an_error_naming_it() {
         out.stderr
     );
 }
+
+/// The README's `swebench.toml` is a configuration `swebench import` reads.
+#[test]
+fn the_readmes_import_configuration_loads() {
+    let readme = std::fs::read_to_string(fixtures().join("../README.md")).unwrap();
+    let section = &readme[readme
+        .find("\n## Evaluate SWE-bench predictions\n")
+        .expect("the section")..];
+    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let toml = &section[start..start + section[start..].find("```").unwrap()];
+    let dir = tempdir();
+    write(&dir.path().join("swebench.toml"), toml);
+    let config =
+        agent_ledger::swebench::ImportConfig::load(&dir.path().join("swebench.toml")).unwrap();
+    assert_eq!(config.specs.len(), 2);
+}
