@@ -58,7 +58,7 @@ pub fn check_on(
         lock: None,
         properties: None,
     };
-    let mut notes = Vec::new();
+    let mut notes = unmatched_test_globs(spec)?;
     // The report is kept even for a trial that goes no further, so a
     // flake observation can see which trial it came from.
     if let Some(bytes) = &spec.junit {
@@ -127,6 +127,39 @@ pub fn check_on(
         properties: records.properties,
         notes,
     })
+}
+
+/// A note for each configured test glob that matches no file tracked at
+/// the base: the properties that protect tests would hold on it without
+/// looking at anything (a glob in a syntax nobody reads, a typo, a moved
+/// directory). The built-in defaults name many languages and are not
+/// judged so.
+fn unmatched_test_globs(spec: &TrialSpec) -> Result<Vec<String>> {
+    let globs = &spec.config.config.tests.globs;
+    if *globs == config::Tests::default().globs {
+        return Ok(Vec::new());
+    }
+    let tracked = spec.repo.tracked_at(&spec.base)?;
+    let mut notes = Vec::new();
+    let mut matched_any = false;
+    for g in globs {
+        let m = config::test_glob(g)
+            .map_err(|e| Error::data(std::path::Path::new(&spec.config.source), e))?;
+        if tracked.iter().any(|p| m.is_match(p)) {
+            matched_any = true;
+        } else {
+            notes.push(format!(
+                "warning: test glob `{g}` ({}) matches no file tracked at the base revision: nothing is protected through it",
+                spec.config.source
+            ));
+        }
+    }
+    if !matched_any && !globs.is_empty() {
+        notes.push(
+            "warning: no configured test glob matches a tracked file: tests_not_deleted and assertions_not_weakened protect no test of this repository".into(),
+        );
+    }
+    Ok(notes)
 }
 
 /// Refuses a lock the trial did not take itself unless it describes the

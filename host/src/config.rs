@@ -70,6 +70,17 @@ pub struct Tests {
     pub env: Vec<String>,
 }
 
+/// A test glob as every reader takes it (the host here and in `check`'s
+/// note, the built-in properties through `agent_ledger_guest::Globs`):
+/// `globset`, `*` inside one segment, `**` across segments, `{a,b}`.
+pub fn test_glob(pattern: &str) -> std::result::Result<globset::GlobMatcher, String> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("`{pattern}` is not a glob: {e}"))
+}
+
 fn default_test_globs() -> Vec<String> {
     Tests::default().globs
 }
@@ -371,6 +382,9 @@ impl Config {
                     format!("`capture.{key}` is 0; it must be 1 or more"),
                 ));
             }
+        }
+        for glob in &config.tests.globs {
+            test_glob(glob).map_err(|e| Error::data(source, format!("`tests.globs`: {e}")))?;
         }
         for root in &config.fixtures.roots {
             crate::lock::normalize_root(root)

@@ -388,6 +388,27 @@ impl Repo {
         cmd
     }
 
+    /// Every path tracked at `commit` (files, links and submodules).
+    pub fn tracked_at(&self, commit: &str) -> Result<Vec<String>> {
+        let out = run(
+            self.command().args([
+                "ls-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--end-of-options",
+                commit,
+            ]),
+            "ls-tree",
+        )?;
+        Ok(out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|f| !f.is_empty())
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect())
+    }
+
     /// Checks out `commit` into `dir/tree` with its own index `dir/index`.
     pub fn checkout(&self, commit: &str, dir: &Path) -> Result<Checkout> {
         let tree = dir.join("tree");

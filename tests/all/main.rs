@@ -8,6 +8,7 @@ mod disabled_tests;
 mod evaluation;
 mod flake;
 mod fuzz_regressions;
+mod hardening;
 mod hermetic_git;
 mod hostile_tree;
 mod inert_text;

@@ -20,9 +20,7 @@
 mod count;
 mod disable;
 
-use agent_ledger_guest::{
-    ChangeKind, Guest, Info, Outcome, Trial, finding, glob_match, test_globs,
-};
+use agent_ledger_guest::{ChangeKind, Globs, Guest, Info, Outcome, Trial, finding, test_globs};
 use count::{Lang, count_assertions};
 use disable::{Marker, scan};
 
@@ -46,7 +44,7 @@ impl Guest for AssertionsNotWeakened {
     }
 
     fn check(trial: Trial) -> Result<Outcome, String> {
-        let globs = test_globs(&trial);
+        let globs = Globs::new(&test_globs(&trial)).map_err(|e| format!("`test_globs`: {e}"))?;
         let mut findings = Vec::new();
         for change in &trial.changes {
             let before_path = match change.kind {
@@ -69,9 +67,8 @@ impl Guest for AssertionsNotWeakened {
                 _ => read("/base", before_path)?,
             };
             let is_test = before.as_deref().is_some_and(|before| {
-                globs
-                    .iter()
-                    .any(|g| glob_match(g, before_path) || glob_match(g, &change.path))
+                globs.is_match(before_path)
+                    || globs.is_match(&change.path)
                     || (lang == Lang::Rust
                         && (before.contains("#[test]") || before.contains("#[cfg(test)]")))
             });

@@ -20,7 +20,7 @@ pub use helpers::*;
 
 #[cfg(test)]
 mod tests {
-    use super::{disabled_by_rename, glob_match, runner_collects};
+    use super::{Globs, disabled_by_rename, glob_match, runner_collects};
 
     #[test]
     fn globs() {
@@ -30,6 +30,11 @@ mod tests {
         assert!(!glob_match("**/test_*.py", "a/b/x_test.py"));
         assert!(glob_match("**/*_test.go", "pkg/a_test.go"));
         assert!(!glob_match("src/*.rs", "src/a/b.rs"));
+        // `init` writes brace alternatives; they mean what the host reads.
+        assert!(glob_match("**/*.test.{js,ts}", "src/a.test.ts"));
+        assert!(glob_match("**/*.test.{js,ts}", "a.test.js"));
+        assert!(!glob_match("**/*.test.{js,ts}", "src/a.test.py"));
+        assert!(Globs::new(&["tests/[a"]).is_err());
     }
 
     #[test]
@@ -64,7 +69,7 @@ mod tests {
 
     #[test]
     fn renames_that_disable_a_test() {
-        let globs = ["tests/**", "**/test_*.py", "**/*_test.go"];
+        let globs = Globs::new(&["tests/**", "**/test_*.py", "**/*_test.go"]).unwrap();
         for (old, new) in [
             ("tests/test_x.py", "tests/test_x.py.disabled"),
             ("tests/test_x.py", "tests/test_x.txt"),

@@ -18,8 +18,7 @@
 mod runner;
 
 use agent_ledger_guest::{
-    ChangeKind, Guest, Info, Outcome, Trial, config, disabled_by_rename, finding, glob_match,
-    test_globs,
+    ChangeKind, Globs, Guest, Info, Outcome, Trial, config, disabled_by_rename, finding, test_globs,
 };
 
 fn read(root: &str, path: &str) -> Result<Option<String>, String> {
@@ -86,7 +85,8 @@ impl Guest for TestsNotDeleted {
                 ));
             }
         };
-        let is_test = |p: &str| globs.iter().any(|g| glob_match(g, p));
+        let globs = Globs::new(&globs).map_err(|e| format!("`test_globs`: {e}"))?;
+        let is_test = |p: &str| globs.is_match(p);
         let mut findings = Vec::new();
         for change in &trial.changes {
             if !allow_runner_config {

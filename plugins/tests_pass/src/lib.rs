@@ -26,7 +26,7 @@
 //! `tests_not_deleted`.
 
 use agent_ledger_guest::{
-    ChangeKind, Finding, Guest, Info, Outcome, Trial, config, finding, glob_match, test_globs,
+    ChangeKind, Finding, Globs, Guest, Info, Outcome, Trial, config, finding, test_globs,
 };
 use agent_ledger_junit::{Case, Fate, Judgement, Kind, Required, cases, judge, parse, split_ids};
 use std::collections::BTreeMap;
@@ -82,10 +82,13 @@ fn changed_definition<'a>(
 /// file this names exempts the test (`docs/test_retry.md` shares a stem
 /// with `test_retry.TestBackoff`).
 fn deleted_definition(trial: &Trial, classname: &str, file: Option<&str>) -> bool {
-    let globs = test_globs(trial);
+    // An invalid glob exempts nothing (`tests_not_deleted` reports it).
+    let Ok(globs) = Globs::new(&test_globs(trial)) else {
+        return false;
+    };
     trial.changes.iter().any(|c| {
         c.kind == ChangeKind::Deleted
-            && globs.iter().any(|g| glob_match(g, &c.path))
+            && globs.is_match(&c.path)
             && (Some(c.path.as_str()) == file
                 || (!classname.is_empty() && surely_defines(classname, &c.path)))
     })

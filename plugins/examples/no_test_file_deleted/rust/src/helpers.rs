@@ -2,7 +2,9 @@
 //! names and globs. Shared by the built-in properties (`agent-ledger-guest`)
 //! and vendored byte for byte into the projects `agent-ledger plugin new
 //! --lang rust` writes, so it uses nothing but `crate::{Finding, Trial}`
-//! (the bindings' types, in scope at the crate root) and std.
+//! (the bindings' types, in scope at the crate root), std and `globset`
+//! (the matcher the host reads globs with, so a glob means the same in
+//! both).
 #![allow(dead_code)] // a property uses only some of them
 
 use crate::{Finding, Trial};
@@ -108,8 +110,8 @@ pub fn runner_collects(path: &str) -> bool {
 /// it left the test globs, its language changed (`test_x.py` to
 /// `test_x.py.disabled` or `.txt`), or its runner no longer collects it by
 /// name (`foo_test.go` to `foo.go`).
-pub fn disabled_by_rename(globs: &[&str], old: &str, new: &str) -> Option<String> {
-    let is_test = |p: &str| globs.iter().any(|g| glob_match(g, p));
+pub fn disabled_by_rename(globs: &Globs, old: &str, new: &str) -> Option<String> {
+    let is_test = |p: &str| globs.is_match(p);
     if !is_test(old) {
         return None;
     }
@@ -132,32 +134,35 @@ pub fn disabled_by_rename(globs: &[&str], old: &str, new: &str) -> Option<String
     None
 }
 
-/// Matches a repository-relative path against a glob: `*` and `?` stay
-/// inside one path segment, `**` spans any number of segments.
+/// Globs as the host reads them (`globset`, with `*` and `?` inside one
+/// path segment, `**` across any number of segments, `{a,b}`
+/// alternatives and `[...]` classes), matched against repository-relative
+/// paths.
+pub struct Globs(globset::GlobSet);
+
+impl Globs {
+    /// An error names the pattern that is not a glob.
+    pub fn new(patterns: &[&str]) -> Result<Globs, String> {
+        let mut set = globset::GlobSetBuilder::new();
+        for p in patterns {
+            let glob = globset::GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("`{p}` is not a glob: {e}"))?;
+            set.add(glob);
+        }
+        set.build()
+            .map(Globs)
+            .map_err(|e| format!("the globs do not build: {e}"))
+    }
+
+    pub fn is_match(&self, path: &str) -> bool {
+        self.0.is_match(path)
+    }
+}
+
+/// Whether `path` matches the one glob `pattern` (an invalid pattern
+/// matches nothing).
 pub fn glob_match(pattern: &str, path: &str) -> bool {
-    let pat: Vec<&str> = pattern.split('/').collect();
-    let segs: Vec<&str> = path.split('/').collect();
-    match_segments(&pat, &segs)
-}
-
-fn match_segments(pat: &[&str], segs: &[&str]) -> bool {
-    match pat.split_first() {
-        None => segs.is_empty(),
-        Some((&"**", rest)) => (0..=segs.len()).any(|i| match_segments(rest, &segs[i..])),
-        Some((p, rest)) => match segs.split_first() {
-            Some((s, srest)) => {
-                match_segment(p.as_bytes(), s.as_bytes()) && match_segments(rest, srest)
-            }
-            None => false,
-        },
-    }
-}
-
-fn match_segment(p: &[u8], s: &[u8]) -> bool {
-    match p.split_first() {
-        None => s.is_empty(),
-        Some((b'*', rest)) => (0..=s.len()).any(|i| match_segment(rest, &s[i..])),
-        Some((b'?', rest)) => !s.is_empty() && match_segment(rest, &s[1..]),
-        Some((c, rest)) => s.first() == Some(c) && match_segment(rest, &s[1..]),
-    }
+    Globs::new(&[pattern]).is_ok_and(|g| g.is_match(path))
 }

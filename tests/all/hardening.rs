@@ -1,0 +1,152 @@
+//! Issue 21's attacks, each written as the attack: on the code before the
+//! fix each of these was `review` (or leaked, or exited 0); now each is
+//! caught.
+
+use crate::support::*;
+use std::path::Path;
+
+/// A JavaScript repository as a new user has it: a module, its only test
+/// file, a fixture directory; `init` writes the configuration.
+fn js_repo() -> DemoRepo {
+    let dir = tempdir();
+    let root = dir.path();
+    write(
+        &root.join("package.json"),
+        "{\"name\": \"calc\", \"scripts\": {\"test\": \"node --test\"}}\n",
+    );
+    write(
+        &root.join("src/calc.js"),
+        "exports.add = (a, b) => a + b;\n",
+    );
+    write(
+        &root.join("src/calc.test.js"),
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('./calc');\ntest('add', () => {\n  assert.strictEqual(add(1, 2), 3);\n  assert.strictEqual(add(2, 2), 4);\n});\n",
+    );
+    write(&root.join("test/fixtures/cases.json"), "[[1, 2, 3]]\n");
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    run(root, &["init"]).assert_code(0);
+    let config = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
+    assert!(config.contains("{js,"), "init writes brace globs: {config}");
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    let base = git(root, &["rev-parse", "HEAD"]);
+    DemoRepo { dir, base }
+}
+
+fn checked(repo: &DemoRepo, run_id: &str, edit: impl FnOnce(&Path)) -> (Output, serde_json::Value) {
+    let patch = patch_of(repo, edit);
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", run_id, "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check(run_id, &[]);
+    let record = repo.properties(run_id);
+    (out, record)
+}
+
+// `init` wrote `**/*.test.{js,...}`, which the plugins' hand-written
+// matcher did not read: both patches below were `review`.
+#[test]
+fn on_a_javascript_repository_set_up_by_init_a_deleted_test_is_reject() {
+    let repo = js_repo();
+    let (out, record) = checked(&repo, "r", |root| {
+        std::fs::remove_file(root.join("src/calc.test.js")).unwrap()
+    });
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(&record, "tests_not_deleted", "src/calc.test.js", "deleted");
+}
+
+#[test]
+fn on_a_javascript_repository_set_up_by_init_a_removed_assertion_is_reject() {
+    let repo = js_repo();
+    let (out, record) = checked(&repo, "r", |root| {
+        let p = root.join("src/calc.test.js");
+        let text = std::fs::read_to_string(&p).unwrap();
+        write(
+            &p,
+            text.replace("  assert.strictEqual(add(2, 2), 4);\n", ""),
+        );
+    });
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(&record, "assertions_not_weakened", "src/calc.test.js", "");
+}
+
+/// A configured test glob that matches nothing at the base is said loudly,
+/// never a silent hold.
+#[test]
+fn a_test_glob_that_matches_no_tracked_file_is_a_warning() {
+    let repo = js_repo();
+    let config = tempdir();
+    let file = config.path().join("agent-ledger.toml");
+    write(
+        &file,
+        "schema = 1\n[fixtures]\nroots = [\"test/fixtures\"]\n[tests]\nglobs = [\"spec/**/*.js\"]\n",
+    );
+    let patch = patch_of(&repo, |root| {
+        write(
+            &root.join("src/calc.js"),
+            "exports.add = (a, b) => b + a;\n",
+        )
+    });
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check("r", &["--config", file.to_str().unwrap()]);
+    out.assert_code(0);
+    let notes = out.json()["notes"].to_string();
+    assert!(
+        notes.contains("`spec/**/*.js`") && notes.contains("matches no file"),
+        "{notes}"
+    );
+    // A glob no reader can parse is an error naming the key.
+    write(&file, "schema = 1\n[tests]\nglobs = [\"tests/[a\"]\n");
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "s", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check("s", &["--config", file.to_str().unwrap()]);
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains("tests.globs"), "{}", out.stderr);
+}
+
+// The README's staged pipeline: `capture`, `lock --run`, `check`. The lock
+// hashed the working tree, which already held the agent's fixture edit,
+// and `check` trusted it: `review`.
+#[test]
+fn a_lock_of_the_working_tree_is_not_trusted_for_the_base() {
+    let repo = DemoRepo::new();
+    repo.capture("r", "touches-fixture");
+    // The agent's fixture edit is in the working tree when `lock` runs.
+    let body = std::fs::read(fixture("patches/touches-fixture.diff")).unwrap();
+    let mut apply = std::process::Command::new("git");
+    apply
+        .args(["apply", "-"])
+        .current_dir(repo.path())
+        .stdin(std::process::Stdio::piped());
+    let mut child = apply.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&body).unwrap();
+    assert!(child.wait().unwrap().success());
+    run(repo.path(), &["lock", "--run", "r"]).assert_code(0);
+    let out = repo.check("r", &[]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("taken from a working tree"),
+        "{}",
+        out.stderr
+    );
+    assert!(!repo.path().join(".agent-ledger/verdicts/r.json").exists());
+    // A lock of the base revision, taken apart from the working tree, is
+    // trusted, and the fixture edit is caught.
+    repo.capture("s", "touches-fixture");
+    run(repo.path(), &["lock", "--run", "s", "--base", &repo.base]).assert_code(0);
+    repo.check("s", &[]).assert_code(3);
+}
