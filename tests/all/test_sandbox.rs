@@ -487,6 +487,18 @@ fn the_test_command_cannot_rewrite_a_locked_fixture() {
     );
 }
 
+// Issue 21's third attack: the fixture root was read-only but its parent
+// was not; renaming the parent away, recreating the fixture and renaming
+// back made a wrong fix pass a golden-file test. Every ancestor of a
+// locked root is a mount point of its own now, which no rename moves.
+#[test]
+fn the_test_command_cannot_swap_a_locked_fixture_by_renaming_its_parent() {
+    contained(
+        &Trial::new(),
+        "mv tests tests.away 2>/dev/null && mkdir -p tests/fixtures && printf '{\"forged\": true}' > tests/fixtures/backoff.json && grep -q forged tests/fixtures/backoff.json",
+    );
+}
+
 #[test]
 fn a_non_zero_exit_with_a_green_report_is_not_review() {
     // The report is written by the code under test; the runner's exit

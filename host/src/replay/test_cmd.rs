@@ -556,6 +556,25 @@ impl Jail<'_> {
             c.bindmount_rw(&rw, &rw);
         }
         // Mounted after the tree (hakoniwa mounts in target-path order).
+        // Every directory between the tree and a read-only root is bound
+        // onto itself (still writable): a mount point cannot be renamed, so
+        // the command cannot move a root's parent away, make a fixture of
+        // its own there and move it back.
+        let mut ancestors = BTreeSet::new();
+        for ro in self.read_only {
+            let mut dir = ro.parent();
+            while let Some(d) = dir {
+                if d == self.tree || !d.starts_with(self.tree) {
+                    break;
+                }
+                ancestors.insert(d.to_path_buf());
+                dir = d.parent();
+            }
+        }
+        for a in &ancestors {
+            let a = a.to_string_lossy();
+            c.bindmount_rw(&a, &a);
+        }
         for ro in self.read_only {
             let ro = ro.to_string_lossy();
             c.bindmount_ro(&ro, &ro);
