@@ -98,6 +98,11 @@ pub struct Line {
     /// A label for reports: the model whose prediction the body is.
     #[serde(default)]
     pub model: Option<String>,
+    /// The body's length as its sender counted it (as `capture
+    /// --declared-bytes`): a body cut at a hunk or file boundary is still
+    /// a valid diff, and only its length shows the cut.
+    #[serde(default)]
+    pub declared_bytes: Option<u64>,
 }
 
 /// A list of test ids, or SWE-bench's spelling of one: a string holding a
@@ -176,6 +181,9 @@ pub struct Options {
     pub test_max_procs: u64,
     /// Run each test command on its base too (`--no-test-baseline` off).
     pub test_baseline: bool,
+    /// Directories besides the manifest's own that the files a line names
+    /// may lie in (`--manifest-root`), canonical.
+    pub roots: Vec<PathBuf>,
 }
 
 /// The trials of the manifest this shard runs, and the lines that could
@@ -183,7 +191,20 @@ pub struct Options {
 fn select(manifest: &Path, options: &Options) -> Result<(Vec<Trial>, Vec<Outcome>)> {
     let mut trials = Vec::new();
     let mut bad = Vec::new();
+    let dir = manifest.parent().unwrap_or(Path::new("."));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let dir = std::fs::canonicalize(dir).map_err(|e| Error::read(dir, e))?;
+    let mut roots = vec![dir];
+    roots.extend(options.roots.iter().cloned());
     for (index, (line, parsed)) in read_manifest(manifest)?.into_iter().enumerate() {
+        let parsed = parsed.and_then(|l| {
+            confine(&l, &roots).map_err(|e| format!("{}:{line}: {e}", manifest.display()))?;
+            Ok(l)
+        });
         match parsed {
             Ok(spec) => {
                 if options
@@ -345,6 +366,42 @@ pub fn read_manifest(path: &Path) -> Result<Vec<(usize, std::result::Result<Line
     Ok(lines)
 }
 
+/// Refuses a line that names a file outside the manifest's directory and
+/// the `--manifest-root`s (after links are resolved): a manifest is input
+/// too, and `body: "/etc/shadow"` would copy that file into the ledger.
+/// The repository is a directory git reads, never copied, and is not
+/// confined.
+fn confine(l: &Line, roots: &[PathBuf]) -> std::result::Result<(), String> {
+    let mut named: Vec<(&str, &Path)> = Vec::new();
+    for (field, p) in [
+        ("body", &l.body),
+        ("prompt", &l.prompt),
+        ("junit", &l.junit),
+        ("config", &l.config),
+    ] {
+        if let Some(p) = p {
+            named.push((field, p.as_path()));
+        }
+    }
+    if let Some(e) = &l.eval_patch
+        && !e.contains('\n')
+    {
+        named.push(("eval_patch", Path::new(e)));
+    }
+    named.extend(l.test_ro.iter().map(|p| ("test_ro", p.as_path())));
+    for (field, p) in named {
+        let real = std::fs::canonicalize(p)
+            .map_err(|e| format!("field `{field}`: `{}`: {e}", p.display()))?;
+        if !roots.iter().any(|r| real.starts_with(r)) {
+            return Err(format!(
+                "field `{field}`: `{}` lies outside the manifest's directory; pass `--manifest-root DIR` to allow another",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
     if let Some(s) = l.schema
         && s != MANIFEST_SCHEMA
@@ -374,6 +431,11 @@ fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
     }
     if let Some(t) = &l.captured_at {
         crate::clock::parse_time(t).map_err(|e| format!("field `captured_at`: {e}"))?;
+    }
+    if let Some(v) = l.test_env.iter().find(|v| !v.contains('=')) {
+        return Err(format!(
+            "field `test_env`: `{v}` would pass this process's own value; a manifest sets `NAME=VALUE` only"
+        ));
     }
     if let Some(p) = &l.log_parser
         && crate::logparse::LogParser::parse(p).is_none()
@@ -605,10 +667,11 @@ fn one(
                 format,
                 extract,
                 body: &body,
-                declared_bytes: None,
+                declared_bytes: l.declared_bytes,
                 request_id: None,
                 trace: None,
                 trace_auth: None,
+                access: crate::ledger::Access::of(body_path),
                 captured_at: match &l.captured_at {
                     Some(t) => crate::clock::format_time(
                         crate::clock::parse_time(t)

@@ -102,6 +102,9 @@ pub struct CaptureInput<'a> {
     /// How the trace was authenticated (`None`: it has no begin line).
     pub trace_auth: Option<crate::record::TraceAuth>,
     pub captured_at: String,
+    /// Who may read the stored body and patch: `Private` when the body
+    /// came from a file only its owner can read.
+    pub access: ledger::Access,
 }
 
 /// The files of one run's capture, in the transcripts directory.
@@ -174,7 +177,7 @@ pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptRec
     let files = Files::new(ledger, input.run);
     files.check_free()?;
     if input.format != BodyFormat::Raw {
-        ledger::write_new(&files.dir.join(&files.response), input.body)?;
+        ledger::write_new_as(&files.dir.join(&files.response), input.body, input.access)?;
     }
     record(&files, input, None)
 }
@@ -235,10 +238,11 @@ fn record(
         notes,
         trace_auth: input.trace_auth,
     };
+    let access = input.access;
     if unwrapped_raw {
-        ledger::write_new(&files.dir.join(&files.response), input.body)?;
+        ledger::write_new_as(&files.dir.join(&files.response), input.body, access)?;
     }
-    ledger::write_new(&files.dir.join(&files.patch), &judgement.patch)?;
+    ledger::write_new_as(&files.dir.join(&files.patch), &judgement.patch, access)?;
     if let Some(t) = input.trace {
         ledger::write_new(&files.dir.join(&files.trace), t)?;
     }

@@ -108,6 +108,41 @@ impl std::fmt::Display for RunId {
 /// a temp file in the same directory, fsync, a no-clobber rename (hard link),
 /// then an fsync of the directory.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_new_as(path, bytes, Access::Shared)
+}
+
+/// Who may read a file written to the ledger: records are ordinary
+/// readable files; a copy of an input only its owner could read stays so
+/// (a file's permissions are never widened by storing it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// 0644.
+    Shared,
+    /// 0600.
+    Private,
+}
+
+impl Access {
+    /// `Private` when the file at `path` is not readable by its group or
+    /// others.
+    pub fn of(path: &Path) -> Access {
+        use std::os::unix::fs::PermissionsExt;
+        match fs::metadata(path) {
+            Ok(m) if m.permissions().mode() & 0o044 == 0o044 => Access::Shared,
+            _ => Access::Private,
+        }
+    }
+
+    fn mode(self) -> u32 {
+        match self {
+            Access::Shared => 0o644,
+            Access::Private => 0o600,
+        }
+    }
+}
+
+/// [`write_new`] with the file's [`Access`].
+pub fn write_new_as(path: &Path, bytes: &[u8], access: Access) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -126,7 +161,7 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.write_all(bytes).map_err(|e| Error::write(path, e))?;
     // Records are ordinary readable files (a temp file starts as 0600).
     tmp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(access.mode()))
         .map_err(|e| Error::write(path, e))?;
     tmp.as_file()
         .sync_all()

@@ -61,10 +61,14 @@ fn manifest(
 
 fn batch(dir: &Path, ledger: &Path, manifest: &Path, extra: &[&str]) -> Output {
     let cache = cache_dir();
+    // The manifests name the shipped patches where they are.
+    let fixtures = fixtures();
     let mut args = vec![
         "--ledger",
         ledger.to_str().unwrap(),
         "batch",
+        "--manifest-root",
+        fixtures.to_str().unwrap(),
         "--manifest",
         manifest.to_str().unwrap(),
         "--cache-dir",
@@ -362,6 +366,8 @@ fn prompt_lines_are_captured_live_first_and_never_twice() {
             cache.to_str().unwrap(),
             "--format",
             "json",
+            "--manifest-root",
+            fixtures().to_str().unwrap(),
         ])
         .env(api.key_env, KEY)
         .env_remove("MODEL_TOKEN_BUDGET");

@@ -150,3 +150,96 @@ fn a_lock_of_the_working_tree_is_not_trusted_for_the_base() {
     run(repo.path(), &["lock", "--run", "s", "--base", &repo.base]).assert_code(0);
     repo.check("s", &[]).assert_code(3);
 }
+
+// A manifest's `body` (and `junit`, `config`) could be absolute or climb
+// with `..`: `/etc/shadow` and a 0600 secret were copied into the ledger
+// as world-readable files.
+#[test]
+fn a_manifest_names_files_under_its_own_directory_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = DemoRepo::new();
+    let secrets = tempdir();
+    let secret = secrets.path().join("secret.diff");
+    write(&secret, "s3cret\n");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let dir = tempdir();
+    let d = dir.path();
+    std::os::unix::fs::symlink(&secret, d.join("link.diff")).unwrap();
+    let rel = pathdiff(&secret, d);
+    let lines = [
+        serde_json::json!({"run": "abs", "body": secret, "repo": repo.path(), "base": repo.base}),
+        serde_json::json!({"run": "up", "body": rel, "repo": repo.path(), "base": repo.base}),
+        serde_json::json!({"run": "link", "body": "link.diff", "repo": repo.path(), "base": repo.base}),
+        serde_json::json!({"run": "junit", "body": "good.diff", "junit": "/etc/passwd", "repo": repo.path(), "base": repo.base}),
+    ];
+    std::fs::copy(fixture("patches/good.diff"), d.join("good.diff")).unwrap();
+    write(
+        &d.join("m.jsonl"),
+        lines
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect::<String>(),
+    );
+    let ledger = d.join("ledger");
+    let out = run(
+        d,
+        &[
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "batch",
+            "--manifest",
+            "m.jsonl",
+        ],
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    for run_id in ["abs", "up", "link", "junit"] {
+        assert!(
+            !ledger.join(format!("transcripts/{run_id}.json")).exists(),
+            "{run_id} was captured: {}",
+            out.stderr
+        );
+    }
+    assert!(
+        out.stderr.contains("outside the manifest's directory"),
+        "{}",
+        out.stderr
+    );
+    // With the secrets' directory allowed, the copy stays as private as
+    // its source.
+    write(
+        &d.join("m2.jsonl"),
+        serde_json::json!({"run": "ok", "body": secret, "repo": repo.path(), "base": repo.base})
+            .to_string()
+            + "\n",
+    );
+    let out = run(
+        d,
+        &[
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "batch",
+            "--manifest",
+            "m2.jsonl",
+            "--manifest-root",
+            secrets.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    for f in ["ok.patch"] {
+        let mode = std::fs::metadata(ledger.join("transcripts").join(f))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "{f} is {mode:o}");
+    }
+}
+
+/// `path` relative to `from`, through `..`.
+fn pathdiff(path: &Path, from: &Path) -> String {
+    let ups = from.components().count() - 1;
+    format!(
+        "{}{}",
+        "../".repeat(ups),
+        path.strip_prefix("/").unwrap().display()
+    )
+}

@@ -297,6 +297,7 @@ pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
             trace: call.trace,
             trace_auth: call.trace_auth,
             captured_at: call.captured_at,
+            access: crate::ledger::Access::Shared,
         },
         Some(Exchange { http, reasons }),
     )

@@ -431,6 +431,7 @@ fn chain() -> Chain {
             trace_auth: None,
             captured_at: "2026-01-01T00:00:00Z".into(),
             extract: None,
+            access: crate::ledger::Access::Shared,
         },
     )
     .unwrap();

@@ -3,7 +3,7 @@
 //! the worst trial's code, so a CI job fails on any trial not `review`.
 
 use crate::batch::{self, Options, Outcome, Partition};
-use crate::exit::{ExitCode, Result};
+use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, inert};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -55,6 +55,12 @@ pub struct BatchArgs {
     /// batch itself in a process that leaves the network first.
     #[arg(long, hide = true)]
     pub replay_phase: bool,
+    /// A directory besides the manifest's own that the files its lines name
+    /// (`body`, `prompt`, `junit`, `config`, `eval_patch`, `test_ro`) may
+    /// lie in (repeatable). Nothing else outside the manifest's directory
+    /// is read.
+    #[arg(long = "manifest-root", value_name = "DIR")]
+    pub manifest_roots: Vec<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -79,6 +85,15 @@ impl BatchArgs {
             test_memory: self.test_memory.saturating_mul(1 << 20),
             test_max_procs: self.test_max_procs,
             test_baseline: !self.no_test_baseline,
+            roots: self
+                .manifest_roots
+                .iter()
+                .map(|r| {
+                    std::fs::canonicalize(r).map_err(|e| {
+                        Error::Missing(format!("--manifest-root `{}`: {e}", r.display()))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
         };
         // A bar on a terminal; otherwise one plain line per trial as it ends.
         let bar = std::io::stderr().is_terminal().then(|| {

@@ -214,6 +214,7 @@ impl CaptureArgs {
         let receipt = match (&self.body, &self.prompt_file) {
             (Some(body), None) => {
                 let ledger = self.scope.ledger(ledger)?;
+                let body_path = body;
                 let body = input::read_file_or_stdin(body, input::BODY_CAP)?;
                 capture(
                     &ledger,
@@ -227,6 +228,11 @@ impl CaptureArgs {
                         trace: trace.as_deref(),
                         trace_auth: trace_auth.clone(),
                         captured_at: crate::clock::format_time(crate::clock::now()),
+                        access: if body_path.as_os_str() == "-" {
+                            crate::ledger::Access::Shared
+                        } else {
+                            crate::ledger::Access::of(body_path)
+                        },
                     },
                 )?
             }
