@@ -363,6 +363,12 @@ pub fn read_manifest(path: &Path) -> Result<Vec<(usize, std::result::Result<Line
             });
         lines.push((i + 1, parsed));
     }
+    if lines.is_empty() {
+        return Err(Error::Missing(format!(
+            "the manifest `{}` holds no trial (only blank lines and `#` comments)",
+            path.display()
+        )));
+    }
     Ok(lines)
 }
 

@@ -58,6 +58,14 @@ pub fn check_on(
         lock: None,
         properties: None,
     };
+    // A mistyped run id would otherwise be a permanent `incomplete`.
+    if !spec.ledger.transcript(&spec.run).exists() {
+        return Err(Error::Missing(format!(
+            "no transcript receipt `{}` for run `{}`: capture the run first (or check the run id and `--ledger`)",
+            spec.ledger.transcript(&spec.run).display(),
+            spec.run
+        )));
+    }
     let mut notes = unmatched_test_globs(spec)?;
     // The report is kept even for a trial that goes no further, so a
     // flake observation can see which trial it came from.

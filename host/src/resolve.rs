@@ -55,6 +55,25 @@ impl ScopeArgs {
         )
     }
 
+    /// [`ScopeArgs::ledger`] for a command that starts a ledger
+    /// (`capture`): outside a repository, only an explicit `--ledger` (a
+    /// stray `./.agent-ledger` would hold the run where no `check` finds
+    /// it).
+    pub fn new_ledger(&self, ledger: Option<&Path>) -> Result<Ledger> {
+        let needs = Needs {
+            repo: false,
+            config_at: ConfigAt::LedgerOnly,
+        };
+        let resolved = self.resolve(ledger, needs)?;
+        if resolved.repo.is_none() && ledger.is_none() {
+            return Err(Error::Usage(format!(
+                "`{}` is not in a git repository: pass `--repo DIR` for the repository the patch is for, or `--ledger DIR`",
+                resolved.root.display()
+            )));
+        }
+        Ok(resolved.ledger)
+    }
+
     /// The ledger, for a command that reads the configuration only to find
     /// it (`capture`, `classify`, `sign`, `pack`).
     pub fn ledger(&self, ledger: Option<&Path>) -> Result<Ledger> {

@@ -225,13 +225,11 @@ fn a_manifest_names_files_under_its_own_directory_only() {
         ],
     );
     assert_eq!(out.code, 2, "{}", out.stderr);
-    for f in ["ok.patch"] {
-        let mode = std::fs::metadata(ledger.join("transcripts").join(f))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o077, 0, "{f} is {mode:o}");
-    }
+    let mode = std::fs::metadata(ledger.join("transcripts/ok.patch"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "ok.patch is {mode:o}");
 }
 
 /// `path` relative to `from`, through `..`.
@@ -242,4 +240,73 @@ fn pathdiff(path: &Path, from: &Path) -> String {
         "../".repeat(ups),
         path.strip_prefix("/").unwrap().display()
     )
+}
+
+// Missing input read as an empty success (issue 21 item 11): each of these
+// exited 0 or wrote a record.
+#[test]
+fn a_trace_that_does_not_exist_is_an_error() {
+    let repo = DemoRepo::new();
+    let out = run(
+        repo.path(),
+        &["reconcile", "--trace", "no-such-trace.jsonl"],
+    );
+    assert_eq!(out.code, 66, "{}", out.stderr);
+    assert!(out.stderr.contains("no-such-trace.jsonl"), "{}", out.stderr);
+}
+
+#[test]
+fn checking_a_run_that_was_never_captured_writes_nothing() {
+    let repo = DemoRepo::new();
+    repo.capture("run-001", "good");
+    let out = repo.check("run-01", &[]);
+    assert_eq!(out.code, 66, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("run-01") && out.stderr.contains("capture"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !repo
+            .path()
+            .join(".agent-ledger/verdicts/run-01.json")
+            .exists()
+    );
+}
+
+#[test]
+fn an_empty_manifest_is_an_error() {
+    let dir = tempdir();
+    write(&dir.path().join("m.jsonl"), "# nothing yet\n\n");
+    let out = run(dir.path(), &["batch", "--manifest", "m.jsonl"]);
+    assert_eq!(out.code, 66, "{}", out.stderr);
+    assert!(out.stderr.contains("holds no trial"), "{}", out.stderr);
+}
+
+#[test]
+fn capture_outside_a_repository_writes_nothing() {
+    let dir = plain_tempdir();
+    let body = fixture("patches/good.diff");
+    let out = run(
+        dir.path(),
+        &["capture", "--run", "r", "--body", body.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 64, "{}", out.stderr);
+    assert!(out.stderr.contains("--ledger"), "{}", out.stderr);
+    assert!(!dir.path().join(".agent-ledger").exists());
+    // With a ledger named, it captures.
+    let ledger = dir.path().join("l");
+    run(
+        dir.path(),
+        &[
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "capture",
+            "--run",
+            "r",
+            "--body",
+            body.to_str().unwrap(),
+        ],
+    )
+    .assert_code(0);
 }

@@ -356,6 +356,7 @@ fn reconcile_ignores_the_global_config() {
         "plain git status did not run the fsmonitor"
     );
 
+    write(&root.join("trace.jsonl"), "");
     let out = traps.agent_ledger(root, &["reconcile", "--trace", "trace.jsonl"]);
     assert!(
         !traps.tripped(),

@@ -66,7 +66,7 @@ fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, bool)> {
 #[test]
 fn the_examples_are_what_plugin_new_writes() {
     for lang in ["rust", "python", "js"] {
-        let dir = tempdir();
+        let dir = plain_tempdir();
         let project = dir.path().join("p");
         let out = run(
             dir.path(),
@@ -108,7 +108,7 @@ fn the_examples_are_what_plugin_new_writes() {
 
 #[test]
 fn plugin_new_refuses_a_bad_name_and_a_non_empty_directory() {
-    let dir = tempdir();
+    let dir = plain_tempdir();
     let out = run(
         dir.path(),
         &["plugin", "new", "Bad-Name", "--lang", "python"],

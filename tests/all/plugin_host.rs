@@ -174,7 +174,7 @@ fn wasi_imports_at_any_0_2_version_link() {
 /// the import even though compiling would fail, and nothing is cached.
 #[test]
 fn other_imports_are_refused_before_compiling_and_never_cached() {
-    let cache = tempdir();
+    let cache = plain_tempdir();
     let sandbox = Sandbox::new(Some(cache.path().to_path_buf())).unwrap();
     for (name, why) in [
         ("wasi:unknown/x@0.2.0", "not on the allowlist"),

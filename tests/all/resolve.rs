@@ -87,6 +87,7 @@ fn reconcile_honours_the_configured_ledger() {
     let repo = repo_with_ledger("records");
     let scratch = tempdir();
     let trace = scratch.path().join("t.jsonl");
+    write(&trace, "");
     // Records the operator keeps in the configured ledger are not changes.
     write(&repo.path().join("records/transcripts/r.json"), "{}");
     let out = run(
@@ -111,6 +112,7 @@ fn an_agent_cannot_hide_a_ghost_by_moving_the_ledger_in_the_working_tree() {
     let repo = DemoRepo::new();
     let scratch = tempdir();
     let trace = scratch.path().join("t.jsonl");
+    write(&trace, "");
     let config = repo.path().join("agent-ledger.toml");
     let text = std::fs::read_to_string(&config)
         .unwrap()

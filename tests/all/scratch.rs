@@ -5,7 +5,7 @@ use crate::support::*;
 
 #[test]
 fn a_killed_checks_trial_directory_is_removed_by_the_next_run() {
-    let tmp = tempdir();
+    let tmp = plain_tempdir();
     // What a `check` killed with SIGKILL leaves: its tree and an unlocked
     // lock file (the kernel released the lock with the process).
     let stale = tmp.path().join("agent-ledger-trial-killed");
@@ -69,7 +69,7 @@ fn a_leftover_temp_file_in_the_ledger_is_never_read_as_a_record() {
 #[test]
 fn a_check_killed_while_its_test_command_runs_leaves_nothing_the_next_run_keeps() {
     use std::os::unix::fs::PermissionsExt;
-    let tmp = tempdir();
+    let tmp = plain_tempdir();
     // As /tmp is: as root, the sandbox's user makes its runtime directory
     // there.
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();

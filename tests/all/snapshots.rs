@@ -307,6 +307,10 @@ impl Traced {
     }
 
     fn reconcile(&self, extra: &[&str]) -> Output {
+        // An agent that never called the adapter left an empty trace.
+        if !self.trace.exists() {
+            write(&self.trace, "");
+        }
         let mut args = vec!["reconcile"];
         args.extend_from_slice(extra);
         self.ledger(&args, None)

@@ -106,7 +106,17 @@ pub fn run_command(mut cmd: Command, args: &[&str], stdin: Option<&[u8]>) -> Out
     }
 }
 
+/// A temporary directory that is a git repository (empty, no commit):
+/// `capture` keeps its ledger only in a repository or under `--ledger`.
+/// [`plain_tempdir`] is one that is not.
 pub fn tempdir() -> tempfile::TempDir {
+    let dir = plain_tempdir();
+    git(dir.path(), &["init", "-q"]);
+    dir
+}
+
+/// A temporary directory outside any repository.
+pub fn plain_tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 

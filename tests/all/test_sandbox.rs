@@ -42,9 +42,9 @@ impl Trial {
         repo.capture("s", "good");
         let trial = Trial {
             repo,
-            home: tempdir(),
-            state: tempdir(),
-            cache: tempdir(),
+            home: plain_tempdir(),
+            state: plain_tempdir(),
+            cache: plain_tempdir(),
         };
         write(&trial.home.path().join("secret.txt"), "home secret\n");
         trial

@@ -1649,6 +1649,7 @@ fn an_unauthenticated_reconcile_reads_its_own_index_and_takes_a_base() {
     let repo = DemoRepo::new();
     let scratch = tempdir();
     let trace = scratch.path().join("t.jsonl");
+    write(&trace, "");
     let al = |args: &[&str]| {
         let mut cmd = command(repo.path());
         cmd.env("AGENT_LEDGER_TRACE", &trace);

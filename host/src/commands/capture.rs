@@ -213,7 +213,7 @@ impl CaptureArgs {
         let mut retry = None;
         let receipt = match (&self.body, &self.prompt_file) {
             (Some(body), None) => {
-                let ledger = self.scope.ledger(ledger)?;
+                let ledger = self.scope.new_ledger(ledger)?;
                 let body_path = body;
                 let body = input::read_file_or_stdin(body, input::BODY_CAP)?;
                 capture(
@@ -250,6 +250,12 @@ impl CaptureArgs {
                         config_at: ConfigAt::WorkingTree,
                     },
                 )?;
+                if resolved.repo.is_none() && ledger.is_none() {
+                    return Err(Error::Usage(format!(
+                        "`{}` is not in a git repository: pass `--repo DIR` for the repository the patch is for, or `--ledger DIR`",
+                        resolved.root.display()
+                    )));
+                }
                 let settings = live::settings(
                     &self.live.flags(),
                     &resolved.config.config.capture,

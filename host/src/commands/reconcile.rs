@@ -195,6 +195,14 @@ impl ReconcileArgs {
                 resolved.ledger.root().display()
             )));
         }
+        // A mistyped path is not an agent that never called the adapter: on
+        // a clean tree it would read as agreement.
+        if std::fs::symlink_metadata(&self.trace).is_err() {
+            return Err(Error::Missing(format!(
+                "no trace `{}`: name the trace file the agent's adapter wrote (an empty file is a trace with no spans)",
+                self.trace.display()
+            )));
+        }
         let base = match &self.base {
             Some(rev) => Some(crate::git::Repo::open(root)?.resolve_commit(rev)?),
             None => None,
