@@ -25,8 +25,33 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub ledger: Option<PathBuf>,
 
+    /// What a replay does when the kernel refuses it a network namespace of
+    /// its own (most containers without user namespaces): `required` stops
+    /// with exit 70, `preferred` goes on (plugins and the test command keep
+    /// their own sandboxes) with a warning and the lapse in the record
+    /// [default: `required` when `$CI` is set, else `preferred`].
+    #[arg(long, global = true, value_name = "WHEN")]
+    pub network_isolation: Option<NetworkIsolation>,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--network-isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NetworkIsolation {
+    Required,
+    Preferred,
+}
+
+impl NetworkIsolation {
+    /// `required` where `$CI` is set (to anything but `false` or `0`).
+    fn default_here() -> NetworkIsolation {
+        match std::env::var("CI") {
+            Ok(v) if !v.is_empty() && v != "false" && v != "0" => NetworkIsolation::Required,
+            _ => NetworkIsolation::Preferred,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -91,7 +116,20 @@ impl Cli {
             _ => false,
         };
         if replays {
-            crate::netns::isolate();
+            let status = crate::netns::isolate();
+            if status != crate::netns::ISOLATED {
+                let when = self
+                    .network_isolation
+                    .unwrap_or_else(NetworkIsolation::default_here);
+                if when == NetworkIsolation::Required {
+                    return Err(Error::Internal(format!(
+                        "this replay cannot leave the network ({status}); `--network-isolation preferred` goes on without (plugins and the test command keep their own sandboxes), or run where user namespaces are allowed"
+                    )));
+                }
+                eprintln!(
+                    "warning: this replay is {status}; plugins and the test command keep their own sandboxes, and the record says so"
+                );
+            }
         }
         match self.command {
             Command::Capture(cmd) => cmd.execute(ledger),

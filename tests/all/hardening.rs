@@ -310,3 +310,72 @@ fn capture_outside_a_repository_writes_nothing() {
     )
     .assert_code(0);
 }
+
+/// Runs `command` as uid 1000 of a user namespace that may make no other
+/// (its parent allows one child, which it is), so the replay's own
+/// network namespace is refused: what most containers and Ubuntu 24.04's
+/// runners do.
+fn without_network_isolation(command: std::process::Command) -> Output {
+    let mut outer = std::process::Command::new("unshare");
+    outer
+        .args(["--user", "--map-root-user", "sh", "-c"])
+        .arg(r#"echo 1 > /proc/sys/user/max_user_namespaces && exec unshare --user --map-user=1000 --map-group=1000 "$@""#)
+        .arg("sh")
+        .arg(command.get_program())
+        .args(command.get_args())
+        .current_dir(command.get_current_dir().unwrap());
+    for (k, v) in command.get_envs() {
+        match v {
+            Some(v) => outer.env(k, v),
+            None => outer.env_remove(k),
+        };
+    }
+    run_command(outer, &[], None)
+}
+
+// When replay's network isolation lapsed, the terminal still printed
+// `review` and only the JSON record said so (issue 21 item 12).
+#[test]
+fn a_lapse_of_network_isolation_is_printed_and_an_error_under_ci() {
+    let repo = DemoRepo::new();
+    repo.capture("r", "good");
+    let cache = cache_dir();
+    let check = |run_id: &str, ci: bool| {
+        let mut c = command(repo.path());
+        c.args([
+            "check",
+            "--run",
+            run_id,
+            "--base",
+            &repo.base,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ]);
+        if ci {
+            c.env("CI", "true");
+        }
+        without_network_isolation(c)
+    };
+    let out = check("r", true);
+    assert_eq!(out.code, 70, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("cannot leave the network")
+            && out.stderr.contains("--network-isolation preferred"),
+        "{}",
+        out.stderr
+    );
+    assert!(!repo.path().join(".agent-ledger/verdicts/r.json").exists());
+    let out = check("r", false);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("warning: this replay is not isolated"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        repo.properties("r")["network"]
+            .as_str()
+            .unwrap()
+            .starts_with("not isolated")
+    );
+}

@@ -365,9 +365,37 @@ pub fn check_read_only(paths: &[PathBuf], hidden: &[PathBuf]) -> Result<Vec<Path
                 )));
             }
         }
+        // As root the sandbox is made as another user, which must be able
+        // to reach the path (a mode 0700 `/root` stops it): say so, rather
+        // than let the sandbox fail as if the kernel refused it.
+        if host_root()
+            && let Some(stop) = unreachable_by_others(&real)
+        {
+            return Err(Error::Usage(format!(
+                "--test-ro `{}`: as root, the test command's sandbox is made as host uid {SANDBOX_HOST_ID}, which cannot reach it through `{}` (no search permission for others): allow it (`chmod o+x {}`) or keep the environment elsewhere",
+                p.display(),
+                stop.display(),
+                stop.display()
+            )));
+        }
         out.push(real);
     }
     Ok(out)
+}
+
+/// The first directory on the way to `path` (itself included) that other
+/// users may not search.
+fn unreachable_by_others(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut at = PathBuf::from("/");
+    for part in path.components().skip(1) {
+        at.push(part);
+        let meta = std::fs::metadata(&at).ok()?;
+        if meta.is_dir() && meta.permissions().mode() & 0o001 == 0 {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// The fixture roots present in the patched copy, as paths in it. A root
