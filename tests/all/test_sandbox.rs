@@ -487,6 +487,86 @@ fn the_test_command_cannot_rewrite_a_locked_fixture() {
     );
 }
 
+/// Runs `command` with a terminal of its own (a pty `script` makes), as
+/// an operator's shell runs `check`; returns the exit code and what the
+/// terminal showed.
+fn on_a_terminal(command: std::process::Command) -> (i32, String) {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut line = quote(command.get_program());
+    for a in command.get_args() {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(command.get_current_dir().unwrap())
+        .stdin(std::process::Stdio::null());
+    for (k, v) in command.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let out = script
+        .output()
+        .expect("util-linux `script` runs the check on a pty");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+// Issue 21's first attack: the test command kept the operator's session
+// and `/dev/tty`, so it could push keystrokes (TIOCSTI) that the
+// operator's shell runs after `check` returns. Here the attack injects a
+// line into the terminal it finds; the test command claims a pass only
+// when the injection worked.
+#[test]
+fn the_test_command_cannot_push_keystrokes_into_the_operators_terminal() {
+    let trial = Trial::new();
+    let inject = r##"python3 -c 'import fcntl, os, termios
+ok = False
+for fd in [0, 1, 2]:
+    try:
+        fcntl.ioctl(fd, termios.TIOCSTI, b"#")
+        ok = True
+    except OSError:
+        pass
+try:
+    t = os.open("/dev/tty", os.O_RDWR)
+    for c in b"echo INJECTED-BY-TEST\n":
+        fcntl.ioctl(t, termios.TIOCSTI, bytes([c]))
+    ok = True
+except OSError:
+    pass
+raise SystemExit(0 if ok else 1)'"##;
+    let cmd = attack(inject);
+    let mut c = trial.command(&["--test-cmd", &cmd, "--no-test-baseline"]);
+    c.stdout(std::process::Stdio::piped());
+    let (code, screen) = on_a_terminal(c);
+    assert_eq!(code, 4, "{screen}");
+    // Every injection failed (the command printed and claimed nothing).
+    let record = trial.repo.properties("r");
+    assert_miss(&record, "tests_pass", "", "the attack failed");
+}
+
+/// Output the test command prints reaches the terminal escaped, as all
+/// untrusted text does: an escape sequence cannot retitle or recolour it.
+#[test]
+fn the_test_commands_output_reaches_the_terminal_escaped() {
+    let trial = Trial::new();
+    let cmd = format!("printf '\\033]0;pwned\\007\\033[31mRED\\n'; {PASS}");
+    let c = trial.command(&["--test-cmd", &cmd, "--no-test-baseline"]);
+    let (code, screen) = on_a_terminal(c);
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        !screen.contains('\u{1b}') || !screen.contains("]0;pwned"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("\\u{1b}]0;pwned"), "{screen:?}");
+}
+
 // Issue 21's third attack: the fixture root was read-only but its parent
 // was not; renaming the parent away, recreating the fixture and renaming
 // back made a wrong fix pass a golden-file test. Every ancestor of a

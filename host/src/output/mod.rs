@@ -54,6 +54,22 @@ pub fn emit<T: serde::Serialize>(
     }
 }
 
+/// Bytes an untrusted process printed, made inert for a terminal: as
+/// [`inert`], but newlines and tabs are kept (output is read line by line);
+/// invalid UTF-8 is replaced.
+pub fn inert_stream(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (c == '\n' || c == '\t') || !needs_escape(c) {
+            out.push(c);
+        } else {
+            out.extend(c.escape_debug());
+        }
+    }
+    out
+}
+
 /// Untrusted text made inert for a terminal: every control character (C0,
 /// DEL, C1), every bidirectional formatting character and every line or
 /// paragraph separator is written as a Rust escape (`\n`, `\u{1b}`,

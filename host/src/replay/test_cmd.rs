@@ -15,7 +15,8 @@
 //!   private `/tmp` (a size-capped tmpfs, also `/dev/shm`); everything else
 //!   the command sees is a read-only bind of the host's top-level
 //!   directories (and of every mount below them), except `/proc` (the
-//!   sandbox's own), `/dev` (null, zero, random, urandom, tty), and
+//!   sandbox's own), `/dev` (null, zero, full, random, urandom: no
+//!   terminal), and
 //!   `/home`, `/root`, `/run`, `/mnt`, `/media`, `/sys`, `/tmp`, which are
 //!   not there at all;
 //! - not visible (an empty tmpfs over them): `$HOME`, the compile-cache
@@ -554,7 +555,20 @@ impl Jail<'_> {
                 Some(format!("{TMPFS_SIZE},mode=1777")),
             );
         };
-        c.devfsmount("/dev");
+        // A `/dev` of its own with the harmless devices only: not hakoniwa's
+        // devfs, which binds `/dev/tty` (the operator's terminal, for a
+        // process of its session) and the terminal itself as `/dev/console`.
+        // The command also runs in a session of its own with no controlling
+        // terminal ([`in_new_session`]).
+        tmpfs(&mut c, "/dev");
+        for dev in DEVICES {
+            let dev = format!("/dev/{dev}");
+            c.bindmount_rw(&dev, &dev);
+        }
+        for (i, name) in ["stdin", "stdout", "stderr"].iter().enumerate() {
+            c.symlink(&format!("/proc/self/fd/{i}"), &format!("/dev/{name}"));
+        }
+        c.symlink("/proc/self/fd", "/dev/fd");
         tmpfs(&mut c, "/tmp");
         tmpfs(&mut c, "/dev/shm");
         // Each hidden directory is a read-only bind of an empty directory of
@@ -619,19 +633,73 @@ impl Jail<'_> {
         env: &[(String, String)],
         cwd: &Path,
     ) -> Result<std::result::Result<i32, String>> {
+        use std::io::IsTerminal;
         let c = self.container()?;
+        let argv = in_new_session(argv)?;
         let mut cmd = c.command(&argv[0]);
+        // Never the operator's terminal itself: what is typed is not the
+        // command's to read (stdin is empty then), and what it prints
+        // reaches a terminal only through the escaping of untrusted text.
+        let tty_in = std::io::stdin().is_terminal();
+        let tty_out = std::io::stdout().is_terminal();
+        let tty_err = std::io::stderr().is_terminal();
+        let stream = |tty: bool| {
+            if tty {
+                hakoniwa::Stdio::piped()
+            } else {
+                hakoniwa::Stdio::inherit()
+            }
+        };
         cmd.args(&argv[1..])
             .current_dir(cwd)
-            .stdin(hakoniwa::Stdio::inherit())
-            .stdout(hakoniwa::Stdio::inherit())
-            .stderr(hakoniwa::Stdio::inherit());
+            .stdin(if tty_in {
+                dev_null().map_err(|e| Error::read(Path::new("/dev/null"), e))?
+            } else {
+                hakoniwa::Stdio::inherit()
+            })
+            .stdout(stream(tty_out))
+            .stderr(stream(tty_err));
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let status = cmd
-            .status()
+        let mut child = cmd
+            .spawn()
             .map_err(|e| Error::Internal(format!("cannot run the traced command: {e}")))?;
+        let pumps: Vec<std::thread::JoinHandle<()>> = [
+            child
+                .stdout
+                .take()
+                .map(|r| (Box::new(r) as Box<dyn Read + Send>, false)),
+            child
+                .stderr
+                .take()
+                .map(|r| (Box::new(r) as Box<dyn Read + Send>, true)),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|(mut r, to_err)| {
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = r.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let text = crate::output::inert_stream(&buf[..n]);
+                    let _ = if to_err {
+                        std::io::stderr().lock().write_all(text.as_bytes())
+                    } else {
+                        std::io::stdout().lock().write_all(text.as_bytes())
+                    };
+                }
+            })
+        })
+        .collect();
+        let status = child
+            .wait()
+            .map_err(|e| Error::Internal(format!("cannot wait for the traced command: {e}")))?;
+        for p in pumps {
+            let _ = p.join();
+        }
         if status.exit_code.is_none() && status.code == 125 {
             return Err(Error::Internal(format!(
                 "the traced command's sandbox failed: {}",
@@ -711,8 +779,9 @@ impl Jail<'_> {
         // agent-ledger raises its own descriptor limit; the command gets a
         // usual one, not the hard limit.
         c.setrlimit(hakoniwa::Rlimit::Nofile, TEST_NOFILE, TEST_NOFILE);
-        let mut cmd = c.command("/bin/sh");
-        cmd.args(["-c", command])
+        let argv = in_new_session(&["/bin/sh".to_string(), "-c".into(), command.to_string()])?;
+        let mut cmd = c.command(&argv[0]);
+        cmd.args(&argv[1..])
             .current_dir(self.tree)
             .stdin(dev_null().map_err(|e| Error::read(Path::new("/dev/null"), e))?)
             .stdout(hakoniwa::Stdio::piped())
@@ -789,6 +858,32 @@ impl Jail<'_> {
             stderr,
         })
     }
+}
+
+/// The devices the sandbox's `/dev` holds, bound from the host's.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+
+/// Where util-linux's `setsid` is on this host (the sandbox sees the host's
+/// directories at their own paths).
+const SETSID: &[&str] = &["/usr/bin/setsid", "/bin/setsid"];
+
+/// `argv` run by `setsid --wait`: in a session of its own with no
+/// controlling terminal, so the code under test can neither open the
+/// operator's terminal (`/dev/tty`) nor push keystrokes into it (TIOCSTI
+/// needs the terminal to be the caller's controlling one). `setsid` is the
+/// host's, trusted; it waits and exits with the command's status.
+fn in_new_session(argv: &[String]) -> Result<Vec<String>> {
+    let setsid = SETSID
+        .iter()
+        .find(|p| Path::new(p).is_file())
+        .ok_or_else(|| {
+            Error::Missing(
+                "`setsid` (util-linux) is not installed: the sandboxed command would share this terminal's session, so it does not run".into(),
+            )
+        })?;
+    let mut out = vec![setsid.to_string(), "--wait".to_string()];
+    out.extend(argv.iter().cloned());
+    Ok(out)
 }
 
 /// Whether this process is uid 0 of the host: root in the initial user
@@ -1344,12 +1439,15 @@ impl Pumps {
         err: Option<Box<dyn Read + Send>>,
     ) -> Pumps {
         let seen = Arc::new(AtomicU64::new(0));
+        // What reached our stderr, escaped (escaping can grow the text, and
+        // the cap bounds what the operator's terminal receives too).
+        let echoed = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
         let threads = [out, err]
             .into_iter()
             .flatten()
             .map(|mut reader| {
-                let (seen, done) = (seen.clone(), done.clone());
+                let (seen, done, echoed) = (seen.clone(), done.clone(), echoed.clone());
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 64 * 1024];
                     let mut ids = crate::completion_ids::Scanner::default();
@@ -1364,7 +1462,15 @@ impl Pumps {
                             ids.feed(&buf[..keep]);
                             kept.extend_from_slice(&buf[..keep]);
                             if echo {
-                                let _ = std::io::stderr().lock().write_all(&buf[..keep]);
+                                // Untrusted text: escaped, as every other.
+                                let text = crate::output::inert_stream(&buf[..keep]);
+                                let before = echoed.fetch_add(text.len() as u64, Ordering::Relaxed);
+                                let room = cap.saturating_sub(before) as usize;
+                                let mut end = room.min(text.len());
+                                while !text.is_char_boundary(end) {
+                                    end -= 1;
+                                }
+                                let _ = std::io::stderr().lock().write_all(&text.as_bytes()[..end]);
                             }
                         }
                     }
