@@ -551,6 +551,18 @@ raise SystemExit(0 if ok else 1)'"##;
     assert_miss(&record, "tests_pass", "", "the attack failed");
 }
 
+// The sandbox's own `/dev` (no terminal in it) still serves the devices a
+// suite opens: pytest's log file handler opens `/dev/null` for writing.
+#[test]
+fn the_sandbox_devices_open_for_reading_and_writing() {
+    let trial = Trial::new();
+    let (code, stderr) = trial.check(
+        &format!("echo x > /dev/null && head -c 8 /dev/urandom >/dev/null && head -c 8 /dev/zero > /dev/full; test ! -e /dev/tty && {PASS}"),
+        &["--no-test-baseline"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
 /// Output the test command prints reaches the terminal escaped, as all
 /// untrusted text does: an escape sequence cannot retitle or recolour it.
 #[test]

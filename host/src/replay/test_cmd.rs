@@ -559,8 +559,17 @@ impl Jail<'_> {
         // devfs, which binds `/dev/tty` (the operator's terminal, for a
         // process of its session) and the terminal itself as `/dev/console`.
         // The command also runs in a session of its own with no controlling
-        // terminal ([`in_new_session`]).
-        tmpfs(&mut c, "/dev");
+        // terminal ([`in_new_session`]). Not `nodev`: the devices bound
+        // onto it are the host's own, which a `nodev` parent makes
+        // unopenable; the tmpfs itself holds no device the command could
+        // make (it has no capability to `mknod`).
+        c.mount(
+            "tmpfs",
+            "/dev",
+            "tmpfs",
+            MountOptions::NOSUID,
+            Some("size=1m,mode=755".to_string()),
+        );
         for dev in DEVICES {
             let dev = format!("/dev/{dev}");
             c.bindmount_rw(&dev, &dev);
