@@ -188,7 +188,8 @@ pub struct Spec {
     /// touches, data files left out, shell-quoted), `{test_modules}` (the
     /// same as dotted modules, `test_root` stripped), `{test_ids}` (the
     /// `FAIL_TO_PASS` and `PASS_TO_PASS` ids, shell-quoted), `{version}`
-    /// and `{instance_id}` are filled in; `{{` and `}}` are braces.
+    /// and `{instance_id}` (shell-quoted too) are filled in; `{{` and `}}`
+    /// are braces.
     pub test_cmd: String,
     /// The log parser for a runner that writes no JUnit.
     #[serde(default)]
@@ -451,8 +452,8 @@ pub fn import(
                     .join(" "),
             ),
             ("test_ids", ids.join(" ")),
-            ("version", i.version.clone().unwrap_or_default()),
-            ("instance_id", i.instance_id.clone()),
+            ("version", quote(i.version.as_deref().unwrap_or_default())),
+            ("instance_id", quote(&i.instance_id)),
         ]);
         let test_cmd =
             fill(&spec.test_cmd, &values, false).map_err(|e| Error::data(config_path, e))?;
@@ -469,7 +470,13 @@ pub fn import(
         models.insert(p.model.clone());
         let body = format!("bodies/{run}.diff");
         bodies.push((out.join(&body), p.patch.clone().into_bytes()));
-        let eval = format!("eval/{}.patch", run_id("eval", &i.instance_id));
+        // Named by the id's digest too: two ids that clean to one name
+        // (`x/1`, `x-1`) never share a file.
+        let eval = format!(
+            "eval/{}-{}.patch",
+            run_id("eval", &i.instance_id),
+            &crate::digest::sha256_hex(i.instance_id.as_bytes())[..12]
+        );
         evals.insert(eval.clone(), i.test_patch.clone().into_bytes());
         let mut line = serde_json::json!({
             "schema": 1,

@@ -116,12 +116,25 @@ fn combine(acc: Option<Fate>, fate: Fate) -> Option<Fate> {
     })
 }
 
-fn fate_of<'c>(cases: impl Iterator<Item = &'c Case<'c>>) -> Option<Fate> {
-    cases.fold(None, |acc, c| combine(acc, c.fate))
+/// How a required test fared in one report: every case it matches must
+/// pass, so one failing case fails it, and one skipped case (with none
+/// failing) leaves it skipped, never passed.
+fn required_fate<'c>(cases: impl Iterator<Item = &'c Case<'c>>) -> Option<Fate> {
+    cases.fold(None, |acc, c| {
+        Some(match (acc, c.fate) {
+            (Some(Fate::Failed), _) | (_, Fate::Failed) => Fate::Failed,
+            (Some(Fate::Skipped), _) | (_, Fate::Skipped) => Fate::Skipped,
+            _ => Fate::Passed,
+        })
+    })
 }
 
 /// Judges the patched report `after` against the base revision's `base`
-/// (when the test command ran there) for the `required` tests.
+/// (when the test command ran there) for the `required` tests. A required
+/// id that matches several cases (a module, a parametrized id cut at a
+/// space, a bare name) passes only when every case it matched on the base
+/// is in the patched report too, and every case it matches there passes:
+/// a case that drops out or is skipped leaves it unpassed.
 pub fn judge(
     base: Option<&[Case<'_>]>,
     after: &[Case<'_>],
@@ -129,13 +142,26 @@ pub fn judge(
 ) -> Judgement {
     let required_fates = required
         .iter()
-        .map(|(kind, test)| RequiredFate {
-            test: test.clone(),
-            kind: *kind,
-            transition: Transition {
-                base: base.and_then(|b| fate_of(b.iter().filter(|c| test.matches(c)))),
-                after: fate_of(after.iter().filter(|c| test.matches(c))),
-            },
+        .map(|(kind, test)| {
+            let mut after_fate = required_fate(after.iter().filter(|c| test.matches(c)));
+            if let Some(b) = base {
+                let gone = b.iter().filter(|c| test.matches(c)).any(|c| {
+                    !after
+                        .iter()
+                        .any(|a| a.id == c.id && a.fate != Fate::Skipped)
+                });
+                if gone && after_fate == Some(Fate::Passed) {
+                    after_fate = Some(Fate::Skipped);
+                }
+            }
+            RequiredFate {
+                test: test.clone(),
+                kind: *kind,
+                transition: Transition {
+                    base: base.and_then(|b| required_fate(b.iter().filter(|c| test.matches(c)))),
+                    after: after_fate,
+                },
+            }
         })
         .collect();
     let is_required = |c: &Case<'_>| required.iter().any(|(_, r)| r.matches(c));
@@ -201,6 +227,39 @@ mod tests {
         // Without a base report, every failure counts.
         let j = judge(None, &a, &[]);
         assert!(j.failure_counts("t.test_a::test_net"));
+    }
+
+    // The red team's first finding: a prefix id matched a passing and a
+    // skipped case, and was taken as passed.
+    #[test]
+    fn a_required_test_with_a_skipped_or_vanished_case_does_not_pass() {
+        let base = r#"<testsuite>
+            <testcase classname="t" name="test_p[a b]"><failure/></testcase>
+            <testcase classname="t" name="test_p[a  b c]"><failure/></testcase>
+        </testsuite>"#;
+        let skipped = r#"<testsuite>
+            <testcase classname="t" name="test_p[a b]"/>
+            <testcase classname="t" name="test_p[a  b c]"><skipped/></testcase>
+        </testsuite>"#;
+        let vanished = r#"<testsuite>
+            <testcase classname="t" name="test_p[a b]"/>
+        </testsuite>"#;
+        let all = r#"<testsuite>
+            <testcase classname="t" name="test_p[a b]"/>
+            <testcase classname="t" name="test_p[a  b c]"/>
+        </testsuite>"#;
+        let b = parse(base, "b").unwrap();
+        let b = cases(&b);
+        let req = [(Kind::FailToPass, Required::parse("t.py::test_p[a"))];
+        for (after, holds) in [(skipped, false), (vanished, false), (all, true)] {
+            let a = parse(after, "a").unwrap();
+            let a = cases(&a);
+            assert_eq!(
+                judge(Some(&b), &a, &req).required[0].holds(),
+                holds,
+                "{after}"
+            );
+        }
     }
 
     #[test]

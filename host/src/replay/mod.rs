@@ -654,6 +654,16 @@ fn evaluator_files(
         .collect();
     overwritten.sort();
     overwritten.dedup();
+    // A path the agent adds that a runner loads instead of an evaluator's
+    // file: `tests/test_x/` (a package, imported before `tests/test_x.py`),
+    // `tests/test_x.so`, `tests/__pycache__/test_x.*.pyc`. The evaluator's
+    // file would then never run, whatever it says.
+    let mut shadows: Vec<(String, String)> = Vec::new();
+    for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
+        if let Some(e) = evaluation.paths.iter().find(|e| shadows_path(&c.path, e)) {
+            shadows.push((c.path.clone(), e.clone()));
+        }
+    }
     let mut result = property::host_result(EVALUATOR_FILES);
     result.inputs = BTreeMap::from([(
         "eval_patch".into(),
@@ -672,8 +682,42 @@ fn evaluator_files(
             frozen: true,
         })
         .collect();
+    if !shadows.is_empty() {
+        result.outcome = Outcome::Miss;
+        result.findings.extend(shadows.into_iter().map(|(path, evaluated)| Finding {
+            path,
+            line: None,
+            message: format!(
+                "the agent's patch adds this path, which a test runner loads instead of the evaluator's `{evaluated}`: the evaluator's tests would not run"
+            ),
+            frozen: false,
+        }));
+        result.findings.sort();
+    }
     evaluation.agent_overwritten = overwritten;
     result
+}
+
+/// Whether `path` would be loaded instead of the evaluator's file `eval`
+/// (`dir/name.ext`): `dir/name/…`, `dir/name.other`, or a compiled copy in
+/// `dir/__pycache__/name.…`.
+fn shadows_path(path: &str, eval: &str) -> bool {
+    let (dir, file) = eval.rsplit_once('/').map_or(("", eval), |(d, f)| (d, f));
+    let Some((name, _)) = file.split_once('.') else {
+        return false;
+    };
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    let Some(rest) = path.strip_prefix(&prefix) else {
+        return false;
+    };
+    path != eval
+        && (rest.starts_with(&format!("{name}/"))
+            || rest.starts_with(&format!("{name}."))
+            || rest.starts_with(&format!("__pycache__/{name}.")))
 }
 
 /// Why a run that wrote no report is not judged: its exit status, the last

@@ -198,7 +198,8 @@ pub fn run_tests(
     // ones: its own, so that the scratch directory itself stays ours.
     let jail_scratch = tmp.path().join("jail");
     std::fs::create_dir(&jail_scratch).map_err(|e| Error::write(&jail_scratch, e))?;
-    let host_user = host_root().then(sandbox_host_id);
+    let host_id = host_root().then(sandbox_host_id);
+    let host_user = host_id.as_ref().map(|h| h.id);
     if let Some(id) = host_user {
         // The scratch directory stays root's (a later run's sweep removes
         // it if this one is killed: it judges only directories of its own
@@ -1007,10 +1008,41 @@ fn kill_children(pid: u32) {
 /// runs side by side do not share the kernel's per-user limits (a fourth
 /// review exhausted another trial's inotify instances through the one uid
 /// they shared).
-fn sandbox_host_id() -> u32 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed) as u32;
-    SANDBOX_HOST_ID + (((std::process::id() & 0xffff) << 4) | (n & 0xf))
+/// Within one process a uid is never given to two runs that overlap: the
+/// 16 slots of this process are taken and given back ([`HostId`]); a run
+/// past 16 at once waits for a slot.
+fn sandbox_host_id() -> HostId {
+    static TAKEN: std::sync::Mutex<u16> = std::sync::Mutex::new(0);
+    static FREED: std::sync::Condvar = std::sync::Condvar::new();
+    let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(slot) = (0..16u32).find(|s| *taken & (1 << s) == 0) {
+            *taken |= 1 << slot;
+            return HostId {
+                id: SANDBOX_HOST_ID + (((std::process::id() & 0xffff) << 4) | slot),
+                slot,
+                release: &|slot| {
+                    let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+                    *taken &= !(1 << slot);
+                    FREED.notify_all();
+                },
+            };
+        }
+        taken = FREED.wait(taken).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// A uid one run holds until it drops this.
+struct HostId {
+    id: u32,
+    slot: u32,
+    release: &'static (dyn Fn(u32) + Sync),
+}
+
+impl Drop for HostId {
+    fn drop(&mut self) {
+        (self.release)(self.slot);
+    }
 }
 
 /// Makes `id` (uid and gid) the owner of `dir` (a directory or a file) and
