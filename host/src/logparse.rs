@@ -18,6 +18,7 @@
 //!   node_id`; node ids become cases as `tests_pass` reads node ids.
 
 use crate::exit::{Error, Result};
+use agent_ledger_junit::{module_of, split_node};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 /// The runners a log parser exists for.
@@ -97,11 +98,6 @@ fn clean(s: &str) -> String {
     s.chars()
         .filter(|c| !c.is_control() && *c != '\u{FFFE}' && *c != '\u{FFFF}')
         .collect()
-}
-
-fn module_of(path: &str) -> String {
-    let path = path.strip_prefix("./").unwrap_or(path);
-    path.strip_suffix(".py").unwrap_or(path).replace('/', ".")
 }
 
 fn is_ident(s: &str) -> bool {
@@ -235,28 +231,6 @@ fn node_id(rest: &str) -> &str {
         }
     }
     rest.trim_end()
-}
-
-fn split_node(id: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0usize);
-    let b = id.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'[' => depth += 1,
-            b']' => depth = depth.saturating_sub(1),
-            b':' if depth == 0 && b.get(i + 1) == Some(&b':') => {
-                parts.push(&id[start..i]);
-                start = i + 2;
-                i += 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    parts.push(&id[start..]);
-    parts
 }
 
 #[cfg(test)]

@@ -316,20 +316,10 @@ fn capture_outside_a_repository_writes_nothing() {
 /// network namespace is refused: what most containers and Ubuntu 24.04's
 /// runners do.
 fn without_network_isolation(command: std::process::Command) -> Output {
-    let mut outer = std::process::Command::new("unshare");
-    outer
-        .args(["--user", "--map-root-user", "sh", "-c"])
-        .arg(r#"echo 1 > /proc/sys/user/max_user_namespaces && exec unshare --user --map-user=1000 --map-group=1000 "$@""#)
-        .arg("sh")
-        .arg(command.get_program())
-        .args(command.get_args())
-        .current_dir(command.get_current_dir().unwrap());
-    for (k, v) in command.get_envs() {
-        match v {
-            Some(v) => outer.env(k, v),
-            None => outer.env_remove(k),
-        };
-    }
+    let outer = in_user_namespace(
+        r#"echo 1 > /proc/sys/user/max_user_namespaces && exec unshare --user --map-user=1000 --map-group=1000 "$@""#,
+        &command,
+    );
     run_command(outer, &[], None)
 }
 

@@ -109,6 +109,25 @@ pub fn run_command(mut cmd: Command, args: &[&str], stdin: Option<&[u8]>) -> Out
     }
 }
 
+/// `command` (program, arguments, directory, environment) run as the
+/// arguments of `sh -c SCRIPT sh …` inside `unshare --user
+/// --map-root-user`: SCRIPT sets the namespace up, then `exec "$@"`.
+pub fn in_user_namespace(script: &str, command: &Command) -> Command {
+    let mut outer = Command::new("unshare");
+    outer
+        .args(["--user", "--map-root-user", "sh", "-c", script, "sh"])
+        .arg(command.get_program())
+        .args(command.get_args())
+        .current_dir(command.get_current_dir().unwrap());
+    for (k, v) in command.get_envs() {
+        match v {
+            Some(v) => outer.env(k, v),
+            None => outer.env_remove(k),
+        };
+    }
+    outer
+}
+
 /// A temporary directory that is a git repository (empty, no commit):
 /// `capture` keeps its ledger only in a repository or under `--ledger`.
 /// [`plain_tempdir`] is one that is not.

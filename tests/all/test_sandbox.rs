@@ -278,20 +278,10 @@ fn a_test_command_that_writes_no_report_is_not_review() {
 /// Runs `command` where the kernel refuses new user namespaces: inside a
 /// user namespace whose `user.max_user_namespaces` is 0.
 pub(crate) fn without_user_namespaces(mut command: std::process::Command) -> std::process::Output {
-    let mut outer = std::process::Command::new("unshare");
-    outer
-        .args(["--user", "--map-root-user", "sh", "-c"])
-        .arg(r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$@""#)
-        .arg("sh")
-        .arg(command.get_program())
-        .args(command.get_args())
-        .current_dir(command.get_current_dir().unwrap());
-    for (k, v) in command.get_envs() {
-        match v {
-            Some(v) => outer.env(k, v),
-            None => outer.env_remove(k),
-        };
-    }
+    let mut outer = in_user_namespace(
+        r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$@""#,
+        &command,
+    );
     let out = outer
         .stdin(std::process::Stdio::null())
         .output()

@@ -48,8 +48,8 @@ enum Rule {
     Name(String),
 }
 
-/// Splits on `::` outside `[...]`.
-fn split_node(id: &str) -> Vec<&str> {
+/// Splits a pytest node id on `::` outside `[...]`.
+pub fn split_node(id: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0usize, 0usize);
     let bytes = id.as_bytes();
@@ -85,7 +85,7 @@ fn unclosed(s: &str) -> bool {
 }
 
 /// `path/to/test_x.py` as the dotted module pytest writes as a classname.
-fn module_of(path: &str) -> String {
+pub fn module_of(path: &str) -> String {
     let path = path.strip_prefix("./").unwrap_or(path);
     path.strip_suffix(".py").unwrap_or(path).replace('/', ".")
 }

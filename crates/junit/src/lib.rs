@@ -15,5 +15,5 @@ mod ids;
 mod judge;
 
 pub use cases::{Case, Fate, cases, parse};
-pub use ids::{Required, split_ids};
+pub use ids::{Required, module_of, split_ids, split_node};
 pub use judge::{Judgement, Kind, RequiredFate, Transition, judge};

@@ -196,11 +196,10 @@ impl Sandbox {
 /// test command's base-revision runs): `domain` separates its uses, `id`
 /// is what the entry is for. The entry is the tag, then `body`.
 pub fn seal(domain: &str, id: &str, body: &[u8]) -> Option<Vec<u8>> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key()?).expect("HMAC takes any key length");
-    for part in [domain.as_bytes(), b"\0", id.as_bytes(), b"\0", body] {
-        mac.update(part);
-    }
-    let mut entry = mac.finalize().into_bytes().to_vec();
+    let mut entry = entry_mac(domain, id, body)?
+        .finalize()
+        .into_bytes()
+        .to_vec();
     entry.extend_from_slice(body);
     Some(entry)
 }
@@ -212,12 +211,17 @@ pub fn open(domain: &str, id: &str, entry: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let (tag, body) = entry.split_at(TAG_LEN);
+    entry_mac(domain, id, body)?.verify_slice(tag).ok()?;
+    Some(body.to_vec())
+}
+
+/// The MAC of a [`seal`]ed entry under this user's key.
+fn entry_mac(domain: &str, id: &str, body: &[u8]) -> Option<Hmac<Sha256>> {
     let mut mac = Hmac::<Sha256>::new_from_slice(key()?).expect("HMAC takes any key length");
     for part in [domain.as_bytes(), b"\0", id.as_bytes(), b"\0", body] {
         mac.update(part);
     }
-    mac.verify_slice(tag).ok()?;
-    Some(body.to_vec())
+    Some(mac)
 }
 
 /// Writes a cache entry atomically (a 0700 directory made as needed).
