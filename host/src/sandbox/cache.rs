@@ -238,14 +238,8 @@ pub fn write_entry(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_entry(path, bytes)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
     // The entry's plain digest, as before the tag: for operators checking
     // entries with `sha256sum`. Never read when loading (anyone who can
     // write an entry can write its digest).

@@ -16,10 +16,12 @@
 //! the command line, which wins over the repository's configuration too.
 
 use crate::exit::{Error, Result};
-use cap_std::fs::Dir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+mod checkout;
+pub use checkout::{Applied, Checkout, ModeChange, NameStatus};
 
 /// The empty tree of each object format: where attributes are read from.
 const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -117,7 +119,7 @@ fn hermetic(empty_tree: &str) -> Command {
     cmd
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<Output> {
+pub(super) fn run(cmd: &mut Command, what: &str) -> Result<Output> {
     let out = cmd
         .output()
         .map_err(|e| Error::Internal(format!("cannot run git {what}: {e}")))?;
@@ -375,7 +377,7 @@ impl Repo {
     }
 
     /// A command in a trial tree: its own index and object directory.
-    fn trial_git(&self, work_tree: &Path, index: &Path, objects: &Path) -> Command {
+    pub(super) fn trial_git(&self, work_tree: &Path, index: &Path, objects: &Path) -> Command {
         let mut cmd = self.command();
         // Hard-linked copies share inodes, and making a link changes an
         // inode's ctime: only content-relevant stat fields may count.
@@ -427,236 +429,5 @@ impl Repo {
             "checkout-index",
         )?;
         Ok(co)
-    }
-}
-
-/// A changed path and its git mode before and after (`None`: absent).
-pub type ModeChange = (Vec<u8>, Option<String>, Option<String>);
-
-/// A checked-out tree in a temp dir.
-pub struct Checkout {
-    pub tree: PathBuf,
-    index: PathBuf,
-    objects: PathBuf,
-    repo: Repo,
-}
-
-/// Copies the tree at `from` to a new directory `to`: directories made,
-/// files hard-linked, symlinks recreated with their target text (never
-/// followed). Both sides are read and written only through cap-std `Dir`s,
-/// so no link or `..` in the tree can make the copy touch anything outside.
-fn link_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).map_err(|e| Error::write(to, e))?;
-    let open = |p: &Path| Dir::open_ambient_dir(p, cap_std::ambient_authority());
-    let src = open(from).map_err(|e| Error::read(from, e))?;
-    let dst = open(to).map_err(|e| Error::write(to, e))?;
-    link_dir(&src, &dst, from, to)
-}
-
-fn link_dir(src: &Dir, dst: &Dir, from: &Path, to: &Path) -> Result<()> {
-    for entry in src.entries().map_err(|e| Error::read(from, e))? {
-        let entry = entry.map_err(|e| Error::read(from, e))?;
-        let name = entry.file_name();
-        let (src_path, dst_path) = (from.join(&name), to.join(&name));
-        let ft = entry.file_type().map_err(|e| Error::read(&src_path, e))?;
-        if ft.is_dir() {
-            dst.create_dir(&name)
-                .map_err(|e| Error::write(&dst_path, e))?;
-            let sub_src = entry.open_dir().map_err(|e| Error::read(&src_path, e))?;
-            let sub_dst = dst
-                .open_dir(&name)
-                .map_err(|e| Error::write(&dst_path, e))?;
-            link_dir(&sub_src, &sub_dst, &src_path, &dst_path)?;
-        } else if ft.is_symlink() {
-            let target = src
-                .read_link_contents(&name)
-                .map_err(|e| Error::read(&src_path, e))?;
-            dst.symlink_contents(&target, &name)
-                .map_err(|e| Error::write(&dst_path, e))?;
-        } else {
-            src.hard_link(&name, dst, &name)
-                .map_err(|e| Error::write(&dst_path, e))?;
-        }
-    }
-    Ok(())
-}
-
-/// Whether `git apply` took a patch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Applied {
-    Clean,
-    /// It does not apply; git's message says why.
-    Refused(String),
-}
-
-/// A path the patch changed, as git reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NameStatus {
-    pub status: u8,
-    pub path: String,
-    pub old_path: Option<String>,
-}
-
-impl Checkout {
-    /// A copy of this checkout whose files share their contents by hard
-    /// links, with its own copy of the index and its own object directory.
-    /// Several times cheaper than a second checkout, and safe to patch:
-    /// `git apply` replaces a file it changes (unlink, then create), it never
-    /// writes into one, so the original tree keeps its bytes.
-    pub fn link_copy(&self, dir: &Path) -> Result<Checkout> {
-        let tree = dir.join("tree");
-        let objects = dir.join("objects");
-        std::fs::create_dir_all(&objects).map_err(|e| Error::write(&objects, e))?;
-        link_tree(&self.tree, &tree)?;
-        let index = dir.join("index");
-        std::fs::copy(&self.index, &index).map_err(|e| Error::write(&index, e))?;
-        Ok(Checkout {
-            tree,
-            index,
-            objects,
-            repo: self.repo.clone(),
-        })
-    }
-
-    fn git(&self) -> Command {
-        self.repo.trial_git(&self.tree, &self.index, &self.objects)
-    }
-
-    /// Applies a patch strictly: no fuzz, no 3-way, no reject files, no
-    /// recount, never reversed.
-    pub fn apply(&self, patch_file: &Path, strip: u32) -> Result<Applied> {
-        let out = self
-            .git()
-            .args(["apply", "--index", "--whitespace=nowarn"])
-            .arg(format!("-p{strip}"))
-            .arg(patch_file)
-            .output()
-            .map_err(|e| Error::Internal(format!("cannot run git apply: {e}")))?;
-        Ok(if out.status.success() {
-            Applied::Clean
-        } else {
-            Applied::Refused(String::from_utf8_lossy(&out.stderr).trim().to_string())
-        })
-    }
-
-    /// Resets `paths` (repository-relative, read literally) to `commit`, in
-    /// the tree and the index: each is removed (a directory whole), then
-    /// those `commit` has are checked out from it. Nothing is followed out
-    /// of the tree: removal goes through a cap-std `Dir`, and git refuses
-    /// to write beyond a symlink.
-    pub fn reset_paths(&self, commit: &str, paths: &[String]) -> Result<()> {
-        if paths.is_empty() {
-            return Ok(());
-        }
-        let literal = |cmd: &mut Command| {
-            cmd.env("GIT_LITERAL_PATHSPECS", "1");
-        };
-        let mut rm = self.git();
-        literal(&mut rm);
-        rm.args(["rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--"])
-            .args(paths);
-        run(&mut rm, "rm --cached")?;
-        let dir = Dir::open_ambient_dir(&self.tree, cap_std::ambient_authority())
-            .map_err(|e| Error::read(&self.tree, e))?;
-        for p in paths {
-            let full = self.tree.join(p);
-            match dir.symlink_metadata(p) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::read(&full, e)),
-                Ok(m) if m.is_dir() => dir.remove_dir_all(p).map_err(|e| Error::write(&full, e))?,
-                Ok(_) => dir.remove_file(p).map_err(|e| Error::write(&full, e))?,
-            }
-        }
-        let mut ls = self.git();
-        literal(&mut ls);
-        ls.args(["ls-tree", "-r", "-z", "--name-only", commit, "--"])
-            .args(paths);
-        let out = run(&mut ls, "ls-tree")?;
-        let present: Vec<String> = out
-            .stdout
-            .split(|&b| b == 0)
-            .filter(|f| !f.is_empty())
-            .map(|f| String::from_utf8_lossy(f).into_owned())
-            .collect();
-        if !present.is_empty() {
-            let mut co = self.git();
-            literal(&mut co);
-            co.args(["checkout", commit, "--"]).args(&present);
-            run(&mut co, "checkout")?;
-        }
-        Ok(())
-    }
-
-    /// Every path that differs between `commit` and the index (a rename as
-    /// its two paths), with its git mode at `commit` and in the index
-    /// (`None`: absent), sorted by path.
-    pub fn modes_since(&self, commit: &str) -> Result<Vec<ModeChange>> {
-        let out = run(
-            self.git().args([
-                "diff-index",
-                "--cached",
-                "-z",
-                "--raw",
-                "--no-renames",
-                "--no-ext-diff",
-                "--end-of-options",
-                commit,
-            ]),
-            "diff-index",
-        )?;
-        let mut fields = out.stdout.split(|&b| b == 0).filter(|f| !f.is_empty());
-        let mut modes = Vec::new();
-        let mode = |m: &str| (m != "000000").then(|| m.to_string());
-        while let Some(meta) = fields.next() {
-            let meta = String::from_utf8_lossy(meta);
-            let mut parts = meta.trim_start_matches(':').split(' ');
-            let (old, new) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-            let path = fields.next().ok_or_else(|| {
-                Error::Internal("git diff-index --raw: a record without its path".into())
-            })?;
-            modes.push((path.to_vec(), mode(old), mode(new)));
-        }
-        modes.sort();
-        Ok(modes)
-    }
-
-    /// Every path that differs between `commit` and the index, renames
-    /// detected, sorted by path.
-    pub fn changes_since(&self, commit: &str) -> Result<Vec<NameStatus>> {
-        let out = run(
-            self.git().args([
-                "diff-index",
-                "--cached",
-                "-z",
-                "--name-status",
-                "-M",
-                "--no-ext-diff",
-                commit,
-            ]),
-            "diff-index",
-        )?;
-        let mut fields = out.stdout.split(|&b| b == 0).filter(|f| !f.is_empty());
-        let mut changes = Vec::new();
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        while let Some(status) = fields.next() {
-            let code = status.first().copied().unwrap_or(b'?');
-            let first = fields.next().map(text).unwrap_or_default();
-            if matches!(code, b'R' | b'C') {
-                let second = fields.next().map(text).unwrap_or_default();
-                changes.push(NameStatus {
-                    status: code,
-                    path: second,
-                    old_path: Some(first),
-                });
-            } else {
-                changes.push(NameStatus {
-                    status: code,
-                    path: first,
-                    old_path: None,
-                });
-            }
-        }
-        changes.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(changes)
     }
 }

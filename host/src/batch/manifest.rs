@@ -1,0 +1,252 @@
+//! The batch manifest: JSONL, one trial per line ([`Line`]), each line read
+//! and checked on its own (a bad line is an error naming it), and the
+//! files a line names confined to the manifest's directory.
+
+use crate::envelope::Extract;
+use crate::exit::{Error, Result};
+use crate::ledger::RunId;
+use crate::provider::BodyFormat;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The manifest format this build reads (`schema` on a line, optional).
+pub const MANIFEST_SCHEMA: u32 = 1;
+
+/// One trial of a manifest. Paths are relative to the manifest's directory.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Line {
+    /// The manifest format; 1 when absent.
+    #[serde(default)]
+    pub schema: Option<u32>,
+    /// The run id.
+    pub run: String,
+    /// The model's response body, a file (as `capture --body`).
+    #[serde(default)]
+    pub body: Option<PathBuf>,
+    /// A prompt for live capture (`capture --prompt-file`), sent with the
+    /// `[capture]` settings of the repository's working-tree configuration
+    /// (or `config`) and `MODEL_TOKEN_BUDGET`. Live captures all happen
+    /// first; a run already captured is never sent again.
+    #[serde(default)]
+    pub prompt: Option<PathBuf>,
+    /// The body format (`raw` when absent), as `capture --body-format`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// As `capture --extract`: `patch-tags` or `fence`.
+    #[serde(default)]
+    pub extract: Option<String>,
+    /// The repository.
+    pub repo: PathBuf,
+    /// The base revision.
+    pub base: String,
+    /// A configuration file outside the repository (as `--config`).
+    #[serde(default)]
+    pub config: Option<PathBuf>,
+    /// A JUnit report (as `check --junit`).
+    #[serde(default)]
+    pub junit: Option<PathBuf>,
+    /// The project's test command (as `check --test-cmd`).
+    #[serde(default)]
+    pub test_cmd: Option<String>,
+    /// When the body was captured, RFC 3339 (default: now). Fixing it makes
+    /// a re-run batch write byte-identical records.
+    #[serde(default)]
+    pub captured_at: Option<String>,
+    /// The evaluator's test patch (as `check --eval-patch`): a file, or the
+    /// diff itself inline (a string holding a newline is the text).
+    #[serde(default)]
+    pub eval_patch: Option<String>,
+    /// Tests that fail on the base and must pass (SWE-bench's
+    /// `FAIL_TO_PASS`): a list, or a JSON-encoded list in a string.
+    #[serde(default, deserialize_with = "id_list")]
+    #[schemars(with = "IdList")]
+    pub fail_to_pass: Vec<String>,
+    /// Tests that must keep passing (`PASS_TO_PASS`), the same way.
+    #[serde(default, deserialize_with = "id_list")]
+    #[schemars(with = "IdList")]
+    pub pass_to_pass: Vec<String>,
+    /// As `check --require-pass`.
+    #[serde(default, deserialize_with = "id_list")]
+    #[schemars(with = "IdList")]
+    pub require_pass: Vec<String>,
+    /// As `check --test-ro` (host paths, absolute).
+    #[serde(default)]
+    pub test_ro: Vec<PathBuf>,
+    /// As `check --test-env` (`NAME` or `NAME=VALUE`).
+    #[serde(default)]
+    pub test_env: Vec<String>,
+    /// As `check --test-log-parser`: `sympy`, `django` or `pytest`.
+    #[serde(default)]
+    pub log_parser: Option<String>,
+    /// A label for reports (`report --swebench`): the benchmark instance
+    /// the trial evaluates. Not part of the trial.
+    #[serde(default)]
+    pub instance_id: Option<String>,
+    /// A label for reports: the model whose prediction the body is.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The body's length as its sender counted it (as `capture
+    /// --declared-bytes`): a body cut at a hunk or file boundary is still
+    /// a valid diff, and only its length shows the cut.
+    #[serde(default)]
+    pub declared_bytes: Option<u64>,
+}
+
+/// A list of test ids, or SWE-bench's spelling of one: a string holding a
+/// JSON list.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum IdList {
+    List(Vec<String>),
+    Encoded(String),
+}
+
+fn id_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    match IdList::deserialize(d)? {
+        IdList::List(l) => Ok(l),
+        IdList::Encoded(s) => serde_json::from_str::<Vec<String>>(&s).map_err(|e| {
+            serde::de::Error::custom(format!("a string of test ids must hold a JSON list: {e}"))
+        }),
+    }
+}
+
+/// Reads the manifest: every trial line (numbered), or the error of each
+/// bad line.
+pub fn read_manifest(path: &Path) -> Result<Vec<(usize, std::result::Result<Line, String>)>> {
+    let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::data(path, "the manifest is not UTF-8"))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let raw = raw.trim();
+        if raw.is_empty() || raw.starts_with('#') {
+            continue;
+        }
+        let parsed = serde_json::from_str::<Line>(raw)
+            .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+            .and_then(|l| {
+                check_line(l, dir).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+            });
+        lines.push((i + 1, parsed));
+    }
+    if lines.is_empty() {
+        return Err(Error::Missing(format!(
+            "the manifest `{}` holds no trial (only blank lines and `#` comments)",
+            path.display()
+        )));
+    }
+    Ok(lines)
+}
+
+/// Refuses a line that names a file outside the manifest's directory and
+/// the `--manifest-root`s (after links are resolved): a manifest is input
+/// too, and `body: "/etc/shadow"` would copy that file into the ledger.
+/// The repository is a directory git reads, never copied, and is not
+/// confined.
+pub(super) fn confine(l: &Line, roots: &[PathBuf]) -> std::result::Result<(), String> {
+    let mut named: Vec<(&str, &Path)> = Vec::new();
+    for (field, p) in [
+        ("body", &l.body),
+        ("prompt", &l.prompt),
+        ("junit", &l.junit),
+        ("config", &l.config),
+    ] {
+        if let Some(p) = p {
+            named.push((field, p.as_path()));
+        }
+    }
+    if let Some(e) = &l.eval_patch
+        && !e.contains('\n')
+    {
+        named.push(("eval_patch", Path::new(e)));
+    }
+    named.extend(l.test_ro.iter().map(|p| ("test_ro", p.as_path())));
+    for (field, p) in named {
+        let real = std::fs::canonicalize(p)
+            .map_err(|e| format!("field `{field}`: `{}`: {e}", p.display()))?;
+        if !roots.iter().any(|r| real.starts_with(r)) {
+            return Err(format!(
+                "field `{field}`: `{}` lies outside the manifest's directory; pass `--manifest-root DIR` to allow another",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
+    if let Some(s) = l.schema
+        && s != MANIFEST_SCHEMA
+    {
+        return Err(format!(
+            "field `schema` is {s}; this build reads manifest schema {MANIFEST_SCHEMA}"
+        ));
+    }
+    RunId::parse(&l.run).map_err(|e| format!("field `run`: {e}"))?;
+    match (&l.body, &l.prompt) {
+        (Some(_), None) => {}
+        (None, Some(_)) => {
+            if l.format.is_some() || l.captured_at.is_some() {
+                return Err("fields `format` and `captured_at` are for `body` lines: a live capture's format follows from its provider, and it is captured now".into());
+            }
+        }
+        _ => return Err("exactly one of the fields `body` and `prompt` is needed".into()),
+    }
+    if let Some(f) = &l.format {
+        <BodyFormat as clap::ValueEnum>::from_str(f, false)
+            .map_err(|_| format!("field `format`: unknown body format `{f}`"))?;
+    }
+    if let Some(e) = &l.extract {
+        Extract::parse(e).ok_or_else(|| {
+            format!("field `extract`: expected `patch-tags` or `fence`, found `{e}`")
+        })?;
+    }
+    if let Some(t) = &l.captured_at {
+        crate::clock::parse_time(t).map_err(|e| format!("field `captured_at`: {e}"))?;
+    }
+    if let Some(v) = l.test_env.iter().find(|v| !v.contains('=')) {
+        return Err(format!(
+            "field `test_env`: `{v}` would pass this process's own value; a manifest sets `NAME=VALUE` only"
+        ));
+    }
+    if let Some(p) = &l.log_parser
+        && crate::logparse::LogParser::parse(p).is_none()
+    {
+        return Err(format!(
+            "field `log_parser`: unknown log parser `{p}` (sympy, django or pytest)"
+        ));
+    }
+    if l.test_cmd.is_none()
+        && (l.eval_patch.is_some()
+            || !l.test_ro.is_empty()
+            || !l.test_env.is_empty()
+            || l.log_parser.is_some())
+    {
+        return Err(
+            "fields `eval_patch`, `test_ro`, `test_env` and `log_parser` need `test_cmd`".into(),
+        );
+    }
+    let abs = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            dir.join(p)
+        }
+    };
+    l.body = l.body.as_deref().map(abs);
+    l.prompt = l.prompt.as_deref().map(abs);
+    l.repo = abs(&l.repo);
+    l.config = l.config.as_deref().map(abs);
+    l.junit = l.junit.as_deref().map(abs);
+    // A file name, made absolute; a diff given inline holds a newline.
+    l.eval_patch = l.eval_patch.map(|e| {
+        if e.contains('\n') {
+            e
+        } else {
+            abs(Path::new(&e)).to_string_lossy().into_owned()
+        }
+    });
+    Ok(l)
+}
