@@ -241,3 +241,46 @@ fn the_readmes_import_configuration_loads() {
         agent_ledger::swebench::ImportConfig::load(&dir.path().join("swebench.toml")).unwrap();
     assert_eq!(config.specs.len(), 2);
 }
+
+// The red team's fourth finding: `{version}` and `{instance_id}` went into
+// the test command unquoted, so a dataset's `version` could run a command
+// of its own (one that writes a passing report) for every instance.
+#[test]
+fn every_value_filled_into_the_test_command_is_quoted() {
+    let dir = tempdir();
+    let d = dir.path();
+    write(
+        &d.join("dataset.jsonl"),
+        "{\"instance_id\":\"a__a-1\",\"repo\":\"a/a\",\"base_commit\":\"0\",\"test_patch\":\"diff --git a/t.py b/t.py\\n\",\"FAIL_TO_PASS\":[],\"PASS_TO_PASS\":[],\"version\":\"1;echo INJECTED\"}\n",
+    );
+    write(
+        &d.join("preds.jsonl"),
+        "{\"instance_id\":\"a__a-1\",\"model_name_or_path\":\"m\",\"model_patch\":\"\"}\n",
+    );
+    write(
+        &d.join("c.toml"),
+        "schema = 1\ncheckout = \"{name}\"\n[[spec]]\nrepo = \"a/a\"\ntest_cmd = \"run --v {version} --id {instance_id} {test_files}\"\n",
+    );
+    run(
+        d,
+        &[
+            "swebench",
+            "import",
+            "--dataset",
+            "dataset.jsonl",
+            "--predictions",
+            "preds.jsonl",
+            "--config",
+            "c.toml",
+            "--out",
+            "o",
+        ],
+    )
+    .assert_code(0);
+    let manifest = std::fs::read_to_string(d.join("o/manifest.jsonl")).unwrap();
+    let line: serde_json::Value = serde_json::from_str(manifest.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        line["test_cmd"], "run --v '1;echo INJECTED' --id 'a__a-1' 't.py'",
+        "{line:#}"
+    );
+}
