@@ -621,3 +621,61 @@ fn an_agent_file_that_shadows_the_evaluators_test_module_is_reject() {
         "instead of the evaluator's `tests/test_calc.py`",
     );
 }
+
+/// The test command may run git on its tree, as SWE-bench's eval scripts
+/// do (`git checkout BASE -- FILES`, `git status`): HEAD is the base, the
+/// trial's changes are staged, and nothing later than the base is there,
+/// so patched code cannot load the upstream fix from the history.
+#[test]
+fn the_test_command_runs_git_on_a_tree_that_holds_the_base_and_nothing_later() {
+    let repo = repo();
+    // The upstream fix, committed after the base on another branch.
+    git(repo.path(), &["checkout", "-q", "-b", "upstream"]);
+    fix(repo.path());
+    git(repo.path(), &["commit", "-q", "-am", "the fix"]);
+    let future = git(repo.path(), &["rev-parse", "HEAD"]);
+    git(repo.path(), &["checkout", "-q", "-"]);
+    let patch = patch_of(&repo, fix);
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let script = format!(
+        "set -e; echo head=$(git rev-parse HEAD); echo commits=$(git rev-list --count HEAD); \
+         if git cat-file -e {future} 2>/dev/null; then echo future=seen; else echo future=absent; fi; \
+         git status --porcelain; echo README > README.md; git checkout -q {base} -- README.md; \
+         git diff --quiet -- README.md && echo checkout=ok; python3 run_tests.py",
+        base = repo.base
+    );
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(&config_file, "schema = 1\n[fixtures]\nnone = \"no data\"\n");
+    let out = repo.check(
+        "r",
+        &[
+            "--test-cmd",
+            &script,
+            "--no-test-baseline",
+            "--require-pass",
+            P2P,
+            "--config",
+            config_file.to_str().unwrap(),
+        ],
+    );
+    let record = repo.properties("r");
+    let stdout = record["test_run"]["stdout_tail"].as_str().unwrap_or("");
+    assert!(
+        stdout.contains(&format!("head={}", repo.base)),
+        "{record:#}"
+    );
+    assert!(stdout.contains("commits=1"), "{stdout}");
+    assert!(stdout.contains("future=absent"), "{stdout}");
+    assert!(stdout.contains("M  calc.py"), "{stdout}");
+    assert!(stdout.contains("checkout=ok"), "{stdout}");
+    // test_network fails (no baseline to discount it): the run itself
+    // went through to the suite.
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert_eq!(record["test_run"]["exit_code"], 1, "{record:#}");
+}

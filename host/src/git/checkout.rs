@@ -6,7 +6,7 @@ use super::{Repo, run};
 use crate::exit::{Error, Result};
 use cap_std::fs::Dir;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// A changed path and its git mode before and after (`None`: absent).
 pub type ModeChange = (Vec<u8>, Option<String>, Option<String>);
@@ -115,6 +115,83 @@ impl Checkout {
         } else {
             Applied::Refused(String::from_utf8_lossy(&out.stderr).trim().to_string())
         })
+    }
+
+    /// Makes `tree/.git` a repository of its own, so that a test command
+    /// may run git on its tree (SWE-bench's eval scripts run `git checkout
+    /// BASE -- FILES` and `git apply`): HEAD detached at `commit`, which is
+    /// shallow (no history), the index as the trial left it (the patches
+    /// staged), and one pack holding `commit` and exactly the objects of its
+    /// tree. Nothing else of the repository is in it: no other commit (the
+    /// upstream fix a later commit holds included), ref, configuration,
+    /// hook or attribute. It is made after every comparison with the lock,
+    /// so it is not part of what the lock or any property judges.
+    pub fn add_git_dir(&self, commit: &str) -> Result<()> {
+        let git = self.tree.join(".git");
+        // `create_dir`, not `_all`: nothing in a patched tree may be there
+        // already (git refuses patch paths through `.git`), and if anything
+        // is, this fails rather than write through it.
+        std::fs::create_dir(&git).map_err(|e| Error::write(&git, e))?;
+        let pack = git.join("objects").join("pack");
+        for d in [
+            pack.clone(),
+            git.join("objects").join("info"),
+            git.join("refs").join("heads"),
+            git.join("refs").join("tags"),
+        ] {
+            std::fs::create_dir_all(&d).map_err(|e| Error::write(&d, e))?;
+        }
+        let format = if self.repo.empty_tree == super::EMPTY_TREE_SHA256 {
+            "\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = sha256\n[core]\n"
+        } else {
+            "\trepositoryformatversion = 0\n"
+        };
+        // Inside the sandbox the files belong to another user and their
+        // ctimes changed when they were handed over: only content-relevant
+        // stat fields may count.
+        let config = format!(
+            "[core]\n{format}\tbare = false\n\tcheckStat = minimal\n\ttrustctime = false\n"
+        );
+        for (name, text) in [
+            ("config", config),
+            ("HEAD", format!("{commit}\n")),
+            ("shallow", format!("{commit}\n")),
+        ] {
+            let path = git.join(name);
+            std::fs::write(&path, text).map_err(|e| Error::write(&path, e))?;
+        }
+        let index = git.join("index");
+        std::fs::copy(&self.index, &index).map_err(|e| Error::write(&index, e))?;
+        let mut list = self
+            .repo
+            .command()
+            .args([
+                "rev-list",
+                "--objects",
+                "--no-walk",
+                "--end-of-options",
+                commit,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
+        let names = list.stdout.take().expect("piped");
+        let packed = run(
+            self.repo
+                .command()
+                .args(["pack-objects", "-q"])
+                .arg(pack.join("pack"))
+                .stdin(Stdio::from(names)),
+            "pack-objects",
+        );
+        let listed = list
+            .wait_with_output()
+            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
+        if !listed.status.success() {
+            return Err(super::git_error("rev-list", &listed));
+        }
+        packed.map(drop)
     }
 
     /// Resets `paths` (repository-relative, read literally) to `commit`, in

@@ -188,6 +188,9 @@ pub fn run_tests(
     if let Some((eval, locked)) = eval {
         crate::evaluation::install(&co, base, eval, locked, tmp.path())?;
     }
+    // After every comparison with the lock: the suite may run git on its
+    // tree, which holds the base commit and nothing later.
+    co.add_git_dir(base)?;
     let report_dir = tmp.path().join("report");
     let home = tmp.path().join("home");
     for dir in [&report_dir, &home] {
