@@ -5,6 +5,7 @@
 //! the only code in agent-ledger that opens a connection.
 
 pub mod live;
+mod secret;
 
 use crate::diff;
 use crate::digest::sha256_hex;

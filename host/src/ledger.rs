@@ -143,16 +143,34 @@ impl Access {
 
 /// [`write_new`] with the file's [`Access`].
 pub fn write_new_as(path: &Path, bytes: &[u8], access: Access) -> Result<()> {
+    write_atomic(path, bytes, access, Clobber::Never)
+}
+
+/// Whether an atomic write may replace a file already at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clobber {
+    /// The path must not exist (records: what is written stays).
+    Never,
+    /// An existing file is replaced whole (state that is rewritten).
+    Replace,
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory
+/// with `access`'s mode, fsync, a rename (`Clobber::Never`: a no-clobber
+/// one, by hard link), then an fsync of the directory. A reader sees the
+/// old file or the new one, never part of either.
+pub fn write_atomic(path: &Path, bytes: &[u8], access: Access, clobber: Clobber) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
-    if fs::symlink_metadata(path).is_ok() {
-        return Err(Error::Exists {
-            path: path.to_path_buf(),
-            hint: RETRY_HINT.into(),
-        });
+    let exists = || Error::Exists {
+        path: path.to_path_buf(),
+        hint: RETRY_HINT.into(),
+    };
+    if clobber == Clobber::Never && fs::symlink_metadata(path).is_ok() {
+        return Err(exists());
     }
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
@@ -166,14 +184,13 @@ pub fn write_new_as(path: &Path, bytes: &[u8], access: Access) -> Result<()> {
     tmp.as_file()
         .sync_all()
         .map_err(|e| Error::write(path, e))?;
-    match tmp.persist_noclobber(path) {
+    let persisted = match clobber {
+        Clobber::Never => tmp.persist_noclobber(path),
+        Clobber::Replace => tmp.persist(path),
+    };
+    match persisted {
         Ok(_) => {}
-        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {
-            return Err(Error::Exists {
-                path: path.to_path_buf(),
-                hint: RETRY_HINT.into(),
-            });
-        }
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Err(exists()),
         Err(e) => return Err(Error::write(path, e.error)),
     }
     sync_dir(dir).map_err(|e| Error::write(dir, e))
@@ -225,6 +242,17 @@ impl Growing {
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
         self.file
             .write_all(bytes)
+            .map_err(|e| Error::write(&self.partial, e))
+    }
+
+    /// Replaces every byte written so far with `bytes` (the body masked
+    /// once it was whole).
+    pub fn rewrite(&mut self, bytes: &[u8]) -> Result<()> {
+        use std::io::Seek;
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.seek(io::SeekFrom::Start(0)).map(drop))
+            .and_then(|()| self.file.write_all(bytes))
             .map_err(|e| Error::write(&self.partial, e))
     }
 

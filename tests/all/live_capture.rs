@@ -1195,3 +1195,66 @@ fn a_prompt_that_cannot_be_read_is_refused_before_sending() {
     assert!(server.seen().is_empty(), "the endpoint was contacted");
     assert!(!dir.path().join(".agent-ledger").exists());
 }
+
+// The key comes back in the forms a response can carry it: with some
+// characters `\u`-escaped in a JSON string (every format), and split
+// across two SSE events that the extractor joins (every stream). Nothing
+// stored, printed or packed holds it, and each copy is reported.
+#[test]
+fn a_key_sent_back_escaped_or_split_across_events_is_masked_and_reported() {
+    let escaped = format!(
+        "\\u0073{}\\n",
+        KEY[1..].replace('-', "\\u002d").replace('/', "\\/")
+    );
+    for api in &APIS {
+        let dir = tempdir();
+        let mut body = String::from_utf8(recorded(api.complete)).unwrap();
+        let at = body.find("diff --git a/README.md").unwrap();
+        body.insert_str(at, &escaped);
+        let mut copies = 1;
+        if api.stream {
+            let end = body.find("..044\"").unwrap() + "..044".len();
+            body.insert_str(end, &KEY[..12]);
+            let start = body.find("\"5e6d 100644").unwrap() + 1;
+            body.insert_str(start, &KEY[12..]);
+            copies += 1;
+        }
+        assert!(!body.contains(KEY), "the literal key is not what is tested");
+        let server = Server::start(
+            Reply::Whole {
+                status: 200,
+                body: body.into_bytes(),
+                stream: api.stream,
+            },
+            api.request_id_header,
+        );
+        let out = live(dir.path(), "run-1", &server, api, &[]);
+        let r = check_receipt(dir.path(), "run-1", &out);
+        let echoed: Vec<&serde_json::Value> = r["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["code"] == "api_key_echoed")
+            .collect();
+        assert_eq!(echoed.len(), 1, "{}: {r:#}", api.format);
+        assert!(
+            echoed[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("({copies} copies")),
+            "{}: {r:#}",
+            api.format
+        );
+        assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+        let response = String::from_utf8(stored(dir.path(), "run-1.response")).unwrap();
+        assert!(!response.contains("\\u0073k"), "{}: {response}", api.format);
+        assert!(!response.contains(&KEY[..12]), "{}", api.format);
+        run_env(
+            dir.path(),
+            &["pack", "--run", "run-1", "-o", "run.tar"],
+            &[],
+        )
+        .assert_code(0);
+        assert_no_key_anywhere(dir.path());
+    }
+}
