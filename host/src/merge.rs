@@ -3,6 +3,14 @@
 //! the same bytes; the object store merges by content. Two different files
 //! under one name (two records for one run id) are a conflict: nothing is
 //! written, and each conflict is named.
+//!
+//! A source brings whole runs only. Every file outside `objects/` must
+//! belong to a run whose records the source holds (its name is the run id
+//! and a suffix), each such run's records must read as one linked chain
+//! (`chain::read_run`), and a signature must sign exactly that run's
+//! records: its statement is compared with them, and with `--trusted-key`
+//! its signature is checked too. So a shard cannot add a stray file (a junk
+//! signature, a second report) to a run another shard holds.
 
 use crate::exit::{Error, Result};
 use std::collections::BTreeMap;
@@ -27,8 +35,13 @@ pub struct Merged {
     pub identical: usize,
 }
 
-/// Merges `sources` into `into` (created when missing).
-pub fn merge(into: &Path, sources: &[PathBuf]) -> Result<Merged> {
+/// Merges `sources` into `into` (created when missing). With `trusted`
+/// keys, every signature a source brings must verify under one.
+pub fn merge(
+    into: &Path,
+    sources: &[PathBuf],
+    trusted: &[ed25519_dalek::VerifyingKey],
+) -> Result<Merged> {
     // relative path -> (bytes, the source it came from)
     let mut wanted: BTreeMap<String, (Vec<u8>, PathBuf)> = BTreeMap::new();
     let mut conflicts = Vec::new();
@@ -45,7 +58,9 @@ pub fn merge(into: &Path, sources: &[PathBuf]) -> Result<Merged> {
                 src.display()
             )));
         }
-        for (rel, path) in files(src)? {
+        let listed = files(src)?;
+        whole_runs(src, &listed, trusted)?;
+        for (rel, path) in listed {
             let bytes = crate::input::read_file(&path, crate::input::OBJECT_CAP)?;
             if rel.starts_with("objects/") {
                 let name = rel.trim_start_matches("objects/");
@@ -109,6 +124,81 @@ pub fn merge(into: &Path, sources: &[PathBuf]) -> Result<Merged> {
         merged.copied.push(rel.clone());
     }
     Ok(merged)
+}
+
+/// Refuses a source that holds part of a run: a file that belongs to no run
+/// whose records it holds, a run whose records do not link, or a signature
+/// that does not sign its run's records (or, with `trusted` keys, does not
+/// verify under one).
+fn whole_runs(
+    src: &Path,
+    listed: &[(String, PathBuf)],
+    trusted: &[ed25519_dalek::VerifyingKey],
+) -> Result<()> {
+    use crate::ledger::{Ledger, RunId};
+    let ledger = Ledger::new(src);
+    let runs = crate::verify::runs_in(&ledger);
+    let whole_only = "merge takes whole runs only";
+    for (rel, path) in listed {
+        if rel.starts_with("objects/") {
+            continue;
+        }
+        let name = rel.split_once('/').map_or(rel.as_str(), |(_, n)| n);
+        if !runs.iter().any(|r| {
+            name.strip_prefix(r.as_str())
+                .is_some_and(|s| s.starts_with('.'))
+        }) {
+            return Err(Error::data(
+                path,
+                format!(
+                    "it belongs to no run whose records `{}` holds: {whole_only}",
+                    src.display()
+                ),
+            ));
+        }
+    }
+    for run in &runs {
+        let id = RunId::parse(run)?;
+        let records = crate::chain::read_run(&ledger, &id).map_err(|e| {
+            Error::data(
+                src,
+                format!(
+                    "run `{}` is not whole or does not link ({e}): {whole_only}",
+                    crate::output::inert(run)
+                ),
+            )
+        })?;
+        let sig = ledger.signature(&id);
+        if std::fs::symlink_metadata(&sig).is_err() {
+            continue;
+        }
+        let bytes = crate::input::read_file(&sig, crate::input::RECORD_CAP)?;
+        let (Some(t), Some(v)) = (&records.transcript, &records.verdict) else {
+            return Err(Error::data(
+                &sig,
+                "a signature of a run without its transcript and verdict in the same ledger",
+            ));
+        };
+        let statement = if trusted.is_empty() {
+            crate::sign::claimed(&bytes)
+        } else {
+            crate::sign::open(&bytes, trusted)
+        }
+        .map_err(|e| Error::data(&sig, e))?;
+        let expected = crate::sign::statement(
+            run,
+            &crate::digest::sha256_hex(&t.patch),
+            &v.record,
+            &v.sha256,
+        );
+        if statement != expected {
+            return Err(Error::data(
+                &sig,
+                "the signed statement does not match the run's records (subject, verdict or record digests differ)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The files of a ledger, ledger-relative: regular files only (a symlink

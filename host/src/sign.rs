@@ -191,6 +191,25 @@ fn decode_either(text: &str) -> Option<Vec<u8>> {
         .find_map(|engine| engine.decode(text).ok())
 }
 
+/// The statement an envelope carries, its signatures not checked: what it
+/// claims, for comparing with the records it names (`merge` without a
+/// trusted key). Never a reason to trust it.
+pub fn claimed(bytes: &[u8]) -> std::result::Result<serde_json::Value, String> {
+    let env: Envelope =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a DSSE envelope: {e}"))?;
+    if env.payload_type != PAYLOAD_TYPE {
+        return Err(format!(
+            "payload type `{}` is not `{PAYLOAD_TYPE}`",
+            env.payload_type
+        ));
+    }
+    if env.signatures.is_empty() {
+        return Err("the envelope holds no signature".into());
+    }
+    let payload = decode_either(&env.payload).ok_or_else(|| "payload is not base64".to_string())?;
+    serde_json::from_slice(&payload).map_err(|e| format!("signed payload is not JSON: {e}"))
+}
+
 pub fn open(
     bytes: &[u8],
     trusted: &[VerifyingKey],

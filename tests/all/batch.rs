@@ -403,3 +403,106 @@ fn prompt_lines_are_captured_live_first_and_never_twice() {
         "a captured run was sent again"
     );
 }
+
+/// A shard brings whole runs only: a junk signature for a run another
+/// shard holds, a stray verdict with no chain under it, and a forged
+/// signature over a copy of the run are each refused, and nothing is
+/// written; an honest shard still merges.
+#[test]
+fn a_shard_cannot_add_files_to_a_run_it_does_not_hold_whole() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let honest = scratch.path().join("honest");
+    let m = manifest(scratch.path(), &repo, &[("r", "patches/good.diff")], &[]);
+    batch(repo.path(), &honest, &m, &[]).assert_code(0);
+    let key = |name: &str| {
+        let (secret, public) = (
+            scratch.path().join(format!("{name}.secret")),
+            scratch.path().join(format!("{name}.public")),
+        );
+        run(
+            repo.path(),
+            &[
+                "keygen",
+                "--secret",
+                secret.to_str().unwrap(),
+                "--public",
+                public.to_str().unwrap(),
+            ],
+        )
+        .assert_code(0);
+        (secret, public)
+    };
+    let (_, public) = key("ours");
+    let (theirs, _) = key("theirs");
+    let into = scratch.path().join("into");
+    let merge = |shards: &[&Path], extra: &[&str]| {
+        let mut args = vec!["merge", "--into", into.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend(shards.iter().map(|s| s.to_str().unwrap()));
+        run(scratch.path(), &args)
+    };
+    // Only a junk signature for `r`.
+    let junk = scratch.path().join("junk");
+    write(&junk.join("signatures/r.dsse.json"), "{\"junk\": true}");
+    let out = merge(&[&honest, &junk], &[]);
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains("belongs to no run"), "{}", out.stderr);
+    // A verdict with nothing under it.
+    let stray = scratch.path().join("stray");
+    std::fs::create_dir_all(stray.join("verdicts")).unwrap();
+    std::fs::copy(
+        honest.join("verdicts/r.json"),
+        stray.join("verdicts/r.json"),
+    )
+    .unwrap();
+    let out = merge(&[&honest, &stray], &[]);
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains("not whole"), "{}", out.stderr);
+    // A whole copy of `r`, signed with a key the operator does not trust:
+    // refused under `--trusted-key`.
+    let forged = scratch.path().join("forged");
+    for (rel, bytes) in files(&honest) {
+        write(&forged.join(&rel), bytes);
+    }
+    run(
+        repo.path(),
+        &[
+            "--ledger",
+            forged.to_str().unwrap(),
+            "sign",
+            "--run",
+            "r",
+            "--key",
+            theirs.to_str().unwrap(),
+        ],
+    )
+    .assert_code(0);
+    let out = merge(
+        &[&honest, &forged],
+        &["--trusted-key", public.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains("r.dsse.json"), "{}", out.stderr);
+    // A signature whose statement names other records: refused without a
+    // key too.
+    let signature = forged.join("signatures/r.dsse.json");
+    let mut env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&signature).unwrap()).unwrap();
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut statement: serde_json::Value =
+        serde_json::from_slice(&b64.decode(env["payload"].as_str().unwrap()).unwrap()).unwrap();
+    statement["predicate"]["verdict"] = "reject".into();
+    env["payload"] = b64.encode(serde_json::to_vec(&statement).unwrap()).into();
+    std::fs::write(&signature, serde_json::to_vec(&env).unwrap()).unwrap();
+    let out = merge(&[&honest, &forged], &[]);
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains("does not match"), "{}", out.stderr);
+    assert!(
+        !into.exists() || files(&into).is_empty(),
+        "a refused merge wrote files"
+    );
+    merge(&[&honest], &[]).assert_code(0);
+    assert_eq!(files(&into), files(&honest));
+}

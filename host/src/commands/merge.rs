@@ -12,13 +12,23 @@ pub struct MergeArgs {
     /// The ledgers to merge from.
     #[arg(value_name = "SRC", required = true)]
     pub sources: Vec<PathBuf>,
+    /// A public key (from `keygen`) every signature a source brings must
+    /// verify under (repeatable). Without one, a signature is still
+    /// compared with its run's records, but its bytes are not checked.
+    #[arg(long = "trusted-key", value_name = "FILE")]
+    pub trusted_keys: Vec<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 impl MergeArgs {
     pub fn execute(self) -> Result<ExitCode> {
-        let merged = crate::merge::merge(&self.into, &self.sources)?;
+        let trusted = self
+            .trusted_keys
+            .iter()
+            .map(|k| crate::sign::load_verifying(k))
+            .collect::<Result<Vec<_>>>()?;
+        let merged = crate::merge::merge(&self.into, &self.sources, &trusted)?;
         output::emit(self.output.format, &merged, || {
             format!(
                 "merged into {}: {} file(s) copied, {} already there\n",
