@@ -14,11 +14,21 @@
 //! every registered trace directory, not only its own. A registration is
 //! removed once its trace no longer exists.
 //!
+//! A run is in one [`State`]: `active` (begun, not ended), `ended` (its
+//! trace sealed by `trace end`), `aborted` (`trace abort`: it takes no more
+//! calls and is never ended) or `stale` (its workspace's git directory is
+//! gone: `git worktree remove` or `prune` removed the workspace, which
+//! nothing inside the run can reach). Only active runs refuse the calls of
+//! traces without a begin line; every registered run's trace directory
+//! stays hidden while its trace exists.
+//!
 //! File format (JSON, one file per run):
 //!
 //! ```json
 //! {"schema":1,"run":"run-…","trace":"/abs/state/trace.jsonl","workspace":"/abs/ws","git_dir":"/abs/repo/.git/worktrees/ws","repo":"/abs/repo"}
 //! ```
+//!
+//! `aborted` (an RFC 3339 time) is added by `trace abort`.
 
 use crate::exit::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -44,6 +54,36 @@ pub struct Registration {
     /// The top of the repository the run was begun from (absolute,
     /// canonical).
     pub repo: PathBuf,
+    /// When `trace abort` aborted the run (RFC 3339); absent while it was
+    /// not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<String>,
+}
+
+/// Where a registered run stands (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Begun and not ended: it takes its own calls, and while it is, no
+    /// call with a trace that has no begin line is taken.
+    Active,
+    /// Sealed by `trace end`.
+    Ended,
+    /// Aborted by `trace abort`: no more calls, never ended.
+    Aborted,
+    /// Its workspace's git directory is gone.
+    Stale,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Active => "active",
+            State::Ended => "ended",
+            State::Aborted => "aborted",
+            State::Stale => "stale",
+        }
+    }
 }
 
 impl Registration {
@@ -51,6 +91,85 @@ impl Registration {
     pub fn trace_dir(&self) -> &Path {
         self.trace.parent().unwrap_or(Path::new("/"))
     }
+
+    /// Where the run stands now.
+    pub fn state(&self) -> State {
+        if self.aborted.is_some() {
+            State::Aborted
+        } else if ends_sealed(&self.trace) {
+            State::Ended
+        } else if std::fs::symlink_metadata(&self.git_dir).is_err() {
+            State::Stale
+        } else {
+            State::Active
+        }
+    }
+
+    fn file(&self) -> Option<PathBuf> {
+        dir().map(|d| d.join(format!("{}.json", self.run)))
+    }
+}
+
+/// Whether the last line of `trace` is an end line. Only the tail is read
+/// (a line is far shorter than it); an unreadable trace is not ended.
+fn ends_sealed(trace: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(trace) else {
+        return false;
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if file
+        .seek(SeekFrom::Start(len.saturating_sub(64 << 10)))
+        .is_err()
+    {
+        return false;
+    }
+    let mut tail = Vec::new();
+    if file.take(64 << 10).read_to_end(&mut tail).is_err() {
+        return false;
+    }
+    tail.split(|&b| b == b'\n')
+        .rev()
+        .find(|l| !l.is_empty())
+        .and_then(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .is_some_and(|v| v.get("event").and_then(|e| e.as_str()) == Some("end"))
+}
+
+/// Marks `run` aborted: it takes no more calls and is never ended; its
+/// trace, key and workspace stay where they are. Returns the registration
+/// as it was. A run that is not registered is an error (66); an ended run
+/// has nothing to abort (65).
+pub fn abort(run: &str) -> Result<Registration> {
+    let Some(reg) = registered()?.into_iter().find(|r| r.run == run) else {
+        return Err(Error::Missing(format!(
+            "no begun run `{}` is registered for this user (`agent-ledger trace list` shows them)",
+            crate::output::inert(run)
+        )));
+    };
+    match reg.state() {
+        State::Ended => {
+            return Err(Error::Refused(format!(
+                "run `{}` was ended: there is nothing to abort",
+                crate::output::inert(run)
+            )));
+        }
+        State::Aborted => return Ok(reg),
+        State::Active | State::Stale => {}
+    }
+    let Some(path) = reg.file() else {
+        return Err(Error::Internal("the run registry has no directory".into()));
+    };
+    let mut aborted = reg.clone();
+    aborted.aborted = Some(crate::clock::timestamp());
+    let bytes = serde_json::to_vec(&aborted)
+        .map_err(|e| Error::Internal(format!("cannot encode a run registration: {e}")))?;
+    crate::ledger::write_atomic(
+        &path,
+        &bytes,
+        crate::ledger::Access::Private,
+        crate::ledger::Clobber::Replace,
+    )?;
+    Ok(reg)
 }
 
 /// The registry directory, `None` when neither `$XDG_STATE_HOME` nor
@@ -153,10 +272,16 @@ pub fn guard(root: &Path, trace: &Path, begun: bool) -> Result<Vec<PathBuf>> {
     let trace = std::path::absolute(trace).map_err(|e| Error::read(trace, e))?;
     let trace = trace.canonicalize().unwrap_or(trace);
     let runs = registered()?;
-    if !begun && !runs.is_empty() {
+    let active: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.state() == State::Active)
+        .map(|r| r.run.as_str())
+        .collect();
+    if !begun && !active.is_empty() {
         return Err(Error::Refused(format!(
-            "{} begun run(s) are registered for this user: an adapter call must be part of one (name its trace); a trace without a begin line is not accepted meanwhile",
-            runs.len()
+            "{} begun run(s) are registered for this user ({}): an adapter call must be part of one (name its trace); a trace without a begin line is not accepted meanwhile. `agent-ledger trace list` shows them; `agent-ledger trace abort RUN` clears one that will never be ended",
+            active.len(),
+            crate::output::inert(&active.join(", "))
         )));
     }
     let mut hide: Vec<PathBuf> = dir().into_iter().filter(|d| d.exists()).collect();
@@ -173,6 +298,13 @@ pub fn guard(root: &Path, trace: &Path, begun: bool) -> Result<Vec<PathBuf>> {
         let trace_dir = reg.trace_dir();
         let trace_dir = trace_dir.canonicalize().unwrap_or(trace_dir.to_path_buf());
         let own = reg.trace.canonicalize().unwrap_or(reg.trace.clone()) == trace;
+        if own && reg.aborted.is_some() {
+            return Err(Error::Refused(format!(
+                "run `{}` was aborted (`trace abort`, {}): it takes no more calls",
+                crate::output::inert(&reg.run),
+                reg.aborted.as_deref().unwrap_or("")
+            )));
+        }
         if root.starts_with(&trace_dir) || trace_dir.starts_with(&root) {
             return Err(Error::Refused(format!(
                 "`{}` holds or lies in the directory of a begun run's trace and key: no adapter call works there",
@@ -200,4 +332,77 @@ pub fn guard(root: &Path, trace: &Path, begun: bool) -> Result<Vec<PathBuf>> {
         hide.push(trace_dir);
     }
     Ok(hide)
+}
+
+/// One run as `trace list` shows it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Listed {
+    pub run: String,
+    pub state: State,
+    pub trace: PathBuf,
+    pub workspace: PathBuf,
+    pub repo: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<String>,
+}
+
+/// `trace list`.
+pub fn list(format: crate::output::OutputFormat) -> Result<crate::exit::ExitCode> {
+    use crate::output::inert;
+    let runs: Vec<Listed> = registered()?
+        .into_iter()
+        .map(|r| Listed {
+            state: r.state(),
+            run: r.run,
+            trace: r.trace,
+            workspace: r.workspace,
+            repo: r.repo,
+            aborted: r.aborted,
+        })
+        .collect();
+    crate::output::emit(format, &runs, || {
+        if runs.is_empty() {
+            return "no begun runs are registered for this user\n".to_string();
+        }
+        let mut text = String::new();
+        for r in &runs {
+            text.push_str(&format!(
+                "{}  {}\n  workspace: {}\n  trace: {}\n  repository: {}\n",
+                inert(&r.run),
+                r.state.as_str(),
+                inert(&r.workspace.display().to_string()),
+                inert(&r.trace.display().to_string()),
+                inert(&r.repo.display().to_string()),
+            ));
+        }
+        text
+    })?;
+    Ok(crate::exit::ExitCode::Ok)
+}
+
+/// `trace abort RUN`.
+pub fn abort_command(
+    run: &str,
+    format: crate::output::OutputFormat,
+) -> Result<crate::exit::ExitCode> {
+    use crate::output::inert;
+    let reg = abort(run)?;
+    let value = serde_json::json!({
+        "run": reg.run,
+        "aborted": true,
+        "trace": reg.trace,
+        "workspace": reg.workspace,
+        "repo": reg.repo,
+    });
+    crate::output::emit(format, &value, || {
+        format!(
+            "aborted run `{}`: it takes no more calls and is never ended\nleft in place: the trace {} (and its key), the workspace {}\nto remove the workspace: git -C {} worktree remove --force {}\n",
+            inert(&reg.run),
+            inert(&reg.trace.display().to_string()),
+            inert(&reg.workspace.display().to_string()),
+            inert(&reg.repo.display().to_string()),
+            inert(&reg.workspace.display().to_string()),
+        )
+    })?;
+    Ok(crate::exit::ExitCode::Ok)
 }

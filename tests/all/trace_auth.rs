@@ -1866,3 +1866,133 @@ fn trace_exec_as_host_root_is_refused_unless_the_operator_accepts_it() {
         out.assert_code(0);
     }
 }
+
+/// A begun run that is never ended holds back every call of a trace
+/// without a begin line for this user; `trace list` shows it, `trace
+/// abort` clears it (the run then takes no more calls and is never
+/// ended), and an ended or removed run holds nothing back.
+#[test]
+fn a_forgotten_run_is_listed_and_aborted_and_an_ended_or_removed_one_holds_nothing_back() {
+    let r = Run::begin("agent-a");
+    let run_id = serde_json::from_str::<serde_json::Value>(&r.lines()[0]).unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let elsewhere = DemoRepo::new();
+    let scratch = tempdir();
+    let plain = scratch.path().join("plain.jsonl");
+    let unauthenticated = || {
+        run_with_stdin(
+            elsewhere.path(),
+            &[
+                "trace",
+                "write",
+                "--trace",
+                plain.to_str().unwrap(),
+                "notes.md",
+            ],
+            Some(b"notes\n"),
+        )
+    };
+    let out = unauthenticated();
+    out.assert_code(65);
+    assert!(out.stderr.contains(&run_id), "{}", out.stderr);
+    assert!(out.stderr.contains("trace abort RUN"), "{}", out.stderr);
+    let listed = |dir: &Path| -> serde_json::Value {
+        let out = run(dir, &["trace", "list", "--format", "json"]);
+        out.assert_code(0);
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    let l = listed(elsewhere.path());
+    assert_eq!(l[0]["run"], run_id.as_str(), "{l:#}");
+    assert_eq!(l[0]["state"], "active", "{l:#}");
+    run(elsewhere.path(), &["trace", "abort", "no-such-run"]).assert_code(66);
+    let out = run(elsewhere.path(), &["trace", "abort", &run_id]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("worktree remove"), "{}", out.stdout);
+    assert_eq!(listed(elsewhere.path())[0]["state"], "aborted");
+    unauthenticated().assert_code(0);
+    // The aborted run itself takes no more calls and is never ended; its
+    // trace and workspace are left where they were.
+    let out = r.write("late.py", b"x = 1\n");
+    out.assert_code(65);
+    assert!(out.stderr.contains("was aborted"), "{}", out.stderr);
+    assert!(!r.workspace.join("late.py").exists());
+    let out = r.al(&["trace", "end"], None);
+    out.assert_code(65);
+    assert!(out.stderr.contains("was aborted"), "{}", out.stderr);
+    assert!(r.trace.exists() && r.workspace.exists());
+
+    // An ended run holds nothing back.
+    let e = Run::begin("agent-b");
+    e.write("done.py", b"done = True\n").assert_code(0);
+    let out = run_with_stdin(
+        elsewhere.path(),
+        &[
+            "trace",
+            "write",
+            "--trace",
+            plain.to_str().unwrap(),
+            "more.md",
+        ],
+        Some(b"more\n"),
+    );
+    out.assert_code(65);
+    e.al(&["trace", "end"], None).assert_code(0);
+    run_with_stdin(
+        elsewhere.path(),
+        &[
+            "trace",
+            "write",
+            "--trace",
+            plain.to_str().unwrap(),
+            "more.md",
+        ],
+        Some(b"more\n"),
+    )
+    .assert_code(0);
+    // Nor does one whose workspace was removed with git.
+    let s = Run::begin("agent-c");
+    run_with_stdin(
+        elsewhere.path(),
+        &[
+            "trace",
+            "write",
+            "--trace",
+            plain.to_str().unwrap(),
+            "third.md",
+        ],
+        Some(b"3\n"),
+    )
+    .assert_code(65);
+    git(
+        s.repo.path(),
+        &[
+            "worktree",
+            "remove",
+            "--force",
+            s.workspace.to_str().unwrap(),
+        ],
+    );
+    let states: Vec<String> = listed(elsewhere.path())
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["state"].as_str().unwrap().to_string())
+        .collect();
+    let mut sorted = states.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["aborted", "ended", "stale"], "{states:?}");
+    run_with_stdin(
+        elsewhere.path(),
+        &[
+            "trace",
+            "write",
+            "--trace",
+            plain.to_str().unwrap(),
+            "third.md",
+        ],
+        Some(b"3\n"),
+    )
+    .assert_code(0);
+}

@@ -172,6 +172,25 @@ pub enum TraceCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// List this user's registered runs and where each stands: `active`
+    /// (begun, not ended: while one is, no call with a trace that has no
+    /// begin line is taken), `ended`, `aborted` or `stale` (its workspace
+    /// was removed with `git worktree remove` or `prune`).
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Abort a begun run that will never be ended: it takes no more calls,
+    /// `trace end` refuses it, and it no longer holds back calls of traces
+    /// without a begin line. Its trace, key and workspace are left where
+    /// they are (the output says how to remove them).
+    Abort {
+        /// The run id (`trace list` shows them).
+        #[arg(value_name = "RUN")]
+        run: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Write the trace's spans as OpenTelemetry (OTLP/JSON): one trace per
     /// run, one span per tool call.
     Export {
@@ -360,6 +379,8 @@ impl TraceArgs {
                 output.format,
             ),
             TraceCommand::Export { trace, otlp } => crate::otlp::export(&trace, &otlp),
+            TraceCommand::List { output } => crate::runs::list(output.format),
+            TraceCommand::Abort { run, output } => crate::runs::abort_command(&run, output.format),
             TraceCommand::Write { path, from, at } => {
                 let at = at.resolved()?;
                 let root = root_of(&at)?;
@@ -929,6 +950,7 @@ fn begin(
             .root
             .canonicalize()
             .map_err(|e| Error::read(&resolved.root, e))?,
+        aborted: None,
     });
     if let Err(e) = registered {
         // Unregistered, nothing would keep other adapter calls away from the
@@ -990,6 +1012,14 @@ fn end(
             trace_file.display()
         )));
     };
+    if let Some(reg) = crate::runs::of_trace(trace_file)?
+        && let Some(when) = &reg.aborted
+    {
+        return Err(Error::Refused(format!(
+            "run `{}` was aborted (`trace abort`, {when}): it is never ended",
+            inert(&reg.run)
+        )));
+    }
     let ws = PathBuf::from(run.begin.workspace.clone().unwrap_or_default());
     let base = run.begin.base.clone().unwrap_or_default();
     let resolved = crate::resolve::resolve(
