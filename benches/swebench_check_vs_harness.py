@@ -16,7 +16,6 @@ their medians:
 DATA as for benches/swebench_agreement.py. Prints each side's median wall
 time and the ratios.
 """
-import json
 import os
 import shutil
 import statistics
@@ -25,40 +24,24 @@ import sys
 import tempfile
 import time
 
+from swebench_common import Instance, load_jsonl
+
 
 def main():
     binary, data, instance, system = sys.argv[1:5]
     rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 5
-    sw = os.path.join(data, "swebench")
-    row = next(json.loads(l) for l in open(os.path.join(sw, "dataset.jsonl")) if json.loads(l)["instance_id"] == instance)
-    pred = next(json.loads(l) for l in open(os.path.join(sw, "preds-%s.jsonl" % system)) if json.loads(l)["instance_id"] == instance)
-    env = json.load(open(os.path.join(sw, "envs.json")))["%s@%s" % (row["repo"], row["version"])]
-    known = {}
-    kf = os.path.join(sw, "env_known_failures.json")
-    if os.path.exists(kf):
-        known = json.load(open(kf)).get(instance, [])
-    repo = os.path.join(data, "repos", row["repo"].replace("/", "__"))
-    files = sorted({l.split(" b/", 1)[1] for l in row["test_patch"].splitlines() if l.startswith("diff --git a/")})
-    cmd = env["cmd"].replace("<test files touched by test_patch>", " ".join("'%s'" % f for f in files))
+    inst = Instance(data, instance)
+    row, env, repo, cmd = inst.row, inst.env, inst.repo, inst.cmd
+    pred = next(p for p in load_jsonl(os.path.join(data, "swebench", "preds-%s.jsonl" % system)) if p["instance_id"] == instance)
     work = tempfile.mkdtemp(prefix="swebench-vs-")
     model = os.path.join(work, "model.diff")
     open(model, "w").write(pred["model_patch"] or "")
     tests = os.path.join(work, "test.diff")
     open(tests, "w").write(row["test_patch"])
-    ids = []
-    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
-        v = row[key]
-        ids += [i for i in (json.loads(v) if isinstance(v, str) else v) if i not in known and not i.startswith("[")]
+    ids = inst.ids["FAIL_TO_PASS"] + inst.ids["PASS_TO_PASS"]
 
     def harness(n):
-        wt = os.path.join(work, "wt%d" % n)
-        subprocess.run(["git", "-C", repo, "worktree", "add", "-q", "--detach", wt, row["base_commit"]], check=True)
-        subprocess.run(["git", "-C", wt, "apply", model], check=False)
-        subprocess.run(["git", "-C", wt, "checkout", row["base_commit"], "--"] + files, check=False, stderr=subprocess.DEVNULL)
-        subprocess.run(["git", "-C", wt, "apply", tests], check=True)
-        junit = os.path.join(work, "h%d.xml" % n)
-        subprocess.run(["sh", "-c", cmd], cwd=wt, env=dict(os.environ, AGENT_LEDGER_JUNIT=junit), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run(["git", "-C", repo, "worktree", "remove", "--force", wt], check=True)
+        inst.harness(work, str(n), model, tests)
 
     cache = os.path.join(work, "cache")
 
