@@ -274,8 +274,7 @@ pub fn replay(
                 None
             };
             let (mut run, report) = replay::run_tests(
-                &spec.repo,
-                &spec.base,
+                trees.shared(),
                 Some((&transcript.patch, transcript.loaded.record.strip)),
                 eval,
                 test,
@@ -382,8 +381,7 @@ fn baseline(
         return Ok(found);
     }
     let ran = replay::run_tests(
-        &spec.repo,
-        &spec.base,
+        trees.shared(),
         None,
         eval,
         test,

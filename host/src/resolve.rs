@@ -229,6 +229,41 @@ pub struct TrialArgs {
     /// it must write a JUnit report to the path in `$AGENT_LEDGER_JUNIT`.
     #[arg(long, value_name = "CMD")]
     pub test_cmd: Option<String>,
+    #[command(flatten)]
+    pub test_env: TestEnvArgs,
+    /// Do not run `--test-cmd` on the base revision too. By default it runs
+    /// there first (once per base in a `batch`), and `tests_pass` then
+    /// requires every test that passed on the base to pass after the
+    /// patch, so a test the patch stopped from running (skipped, no longer
+    /// collected) is a miss.
+    #[arg(long, requires = "test_cmd")]
+    pub no_test_baseline: bool,
+    /// The instant flake-freeze expiry is judged against (RFC 3339 or a
+    /// date) [default: the transcript's `captured_at`].
+    #[arg(long, value_name = "T")]
+    pub now: Option<String>,
+    /// The evaluator's test patch (SWE-bench's `test_patch`): in the trees
+    /// `--test-cmd` runs in, the paths it touches are reset to the base and
+    /// it is applied after the agent's patch (and alone on the base for the
+    /// baseline). Locked with the fixtures and stored in the ledger; never
+    /// judged as the agent's change.
+    #[arg(long, value_name = "FILE", requires = "test_cmd")]
+    pub eval_patch: Option<PathBuf>,
+    /// A test that must be in the report and pass (repeatable): a pytest
+    /// node id, `classname::name`, `name (module.Class)` or a bare name.
+    #[arg(long, value_name = "ID")]
+    pub require_pass: Vec<String>,
+    /// Turn the test command's output into its report when it writes none:
+    /// `sympy` (bin/test), `django` (runtests.py), `pytest` (-rA).
+    #[arg(long, value_name = "RUNNER", requires = "test_cmd")]
+    pub test_log_parser: Option<crate::logparse::LogParser>,
+}
+
+/// Where and under which limits the test command runs: shared by `check`
+/// and `replay` (with `--test-cmd`) and `verify --rerun-tests` (whose flag
+/// has the id `test_cmd`, so that these require it there).
+#[derive(Debug, Clone, clap::Args)]
+pub struct TestEnvArgs {
     /// Run `--test-cmd` even when the kernel refuses the namespaces of its
     /// sandbox: as this user, with this user's files and network (the
     /// record says `sandbox: "none"`). `--allow-network` is an alias.
@@ -257,42 +292,46 @@ pub struct TrialArgs {
           default_value_t = crate::replay::DEFAULT_TEST_MAX_PROCS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub test_max_procs: u64,
-    /// Do not run `--test-cmd` on the base revision too. By default it runs
-    /// there first (once per base in a `batch`), and `tests_pass` then
-    /// requires every test that passed on the base to pass after the
-    /// patch, so a test the patch stopped from running (skipped, no longer
-    /// collected) is a miss.
-    #[arg(long, requires = "test_cmd")]
-    pub no_test_baseline: bool,
-    /// The instant flake-freeze expiry is judged against (RFC 3339 or a
-    /// date) [default: the transcript's `captured_at`].
-    #[arg(long, value_name = "T")]
-    pub now: Option<String>,
-    /// The evaluator's test patch (SWE-bench's `test_patch`): in the trees
-    /// `--test-cmd` runs in, the paths it touches are reset to the base and
-    /// it is applied after the agent's patch (and alone on the base for the
-    /// baseline). Locked with the fixtures and stored in the ledger; never
-    /// judged as the agent's change.
-    #[arg(long, value_name = "FILE", requires = "test_cmd")]
-    pub eval_patch: Option<PathBuf>,
-    /// A test that must be in the report and pass (repeatable): a pytest
-    /// node id, `classname::name`, `name (module.Class)` or a bare name.
-    #[arg(long, value_name = "ID")]
-    pub require_pass: Vec<String>,
     /// Show a host path read-only inside the test command's sandbox
     /// (repeatable): a virtualenv, or an interpreter under `$HOME`, which
     /// the sandbox otherwise hides. It may not hold the ledger, the
     /// checkout or the compile cache.
-    #[arg(long, value_name = "PATH", requires = "test_cmd")]
-    pub test_ro: Vec<PathBuf>,
+    #[arg(long = "test-ro", value_name = "PATH", requires = "test_cmd")]
+    pub read_only: Vec<PathBuf>,
     /// Pass a variable to the test command (repeatable): `NAME` takes this
     /// environment's value, `NAME=VALUE` sets one.
-    #[arg(long, value_name = "NAME[=VALUE]", requires = "test_cmd")]
-    pub test_env: Vec<String>,
-    /// Turn the test command's output into its report when it writes none:
-    /// `sympy` (bin/test), `django` (runtests.py), `pytest` (-rA).
-    #[arg(long, value_name = "RUNNER", requires = "test_cmd")]
-    pub test_log_parser: Option<crate::logparse::LogParser>,
+    #[arg(long = "test-env", value_name = "NAME[=VALUE]", requires = "test_cmd")]
+    pub vars: Vec<String>,
+}
+
+impl TestEnvArgs {
+    /// The test command `command` under these flags, with the
+    /// configuration's `[tests]` paths and variables first.
+    pub fn command(
+        &self,
+        command: String,
+        config: &crate::config::Tests,
+        cache_dir: Option<PathBuf>,
+        hidden_cache: Option<PathBuf>,
+    ) -> Result<crate::replay::TestCommand> {
+        let mut read_only = config.read_only.clone();
+        read_only.extend(self.read_only.iter().cloned());
+        Ok(crate::replay::TestCommand {
+            command,
+            allow_unsandboxed: self.allow_unsandboxed,
+            timeout: std::time::Duration::from_secs(self.test_timeout),
+            output_cap: self.test_output_cap.saturating_mul(1 << 20),
+            memory: self.test_memory.saturating_mul(1 << 20),
+            max_procs: self.test_max_procs,
+            baseline: true,
+            // The user's cache stays out of sight even with --no-cache.
+            hidden: hidden_cache.into_iter().collect(),
+            read_only,
+            env: test_env(&self.vars, &config.env)?,
+            log_parser: None,
+            cache_dir,
+        })
+    }
 }
 
 /// `--test-env` values resolved: `NAME` from this environment (an error
@@ -389,10 +428,6 @@ impl TrialArgs {
         } else {
             self.cache_dir.clone().or_else(default_cache_dir)
         };
-        let tests_config = &resolved.config.config.tests;
-        let env = test_env(&self.test_env, &tests_config.env)?;
-        let mut resolved_ro = tests_config.read_only.clone();
-        resolved_ro.extend(self.test_ro.iter().cloned());
         let eval_patch = match &self.eval_patch {
             Some(path) => Some(crate::evaluation::TestPatch::new(
                 crate::input::read_file(path, crate::input::BODY_CAP)?,
@@ -407,6 +442,7 @@ impl TrialArgs {
                 ..Default::default()
             },
         );
+        let tests_config = resolved.config.config.tests.clone();
         let (Some(repo), Some(base)) = (resolved.repo, resolved.revision) else {
             return Err(Error::Internal(
                 "a trial needs a repository and a base".into(),
@@ -419,29 +455,19 @@ impl TrialArgs {
             config: resolved.config,
             ledger: resolved.ledger,
             junit,
-            test: self
-                .test_cmd
-                .clone()
-                .map(|command| crate::replay::TestCommand {
-                    command,
-                    allow_unsandboxed: self.allow_unsandboxed,
-                    timeout: std::time::Duration::from_secs(self.test_timeout),
-                    output_cap: self.test_output_cap.saturating_mul(1 << 20),
-                    memory: self.test_memory.saturating_mul(1 << 20),
-                    max_procs: self.test_max_procs,
+            test: match self.test_cmd.clone() {
+                Some(command) => Some(crate::replay::TestCommand {
                     baseline: !self.no_test_baseline,
-                    // The user's cache stays out of sight even with --no-cache.
-                    hidden: self
-                        .cache_dir
-                        .clone()
-                        .or_else(default_cache_dir)
-                        .into_iter()
-                        .collect(),
-                    read_only: resolved_ro.clone(),
-                    env: env.clone(),
                     log_parser: self.test_log_parser,
-                    cache_dir: cache_dir.clone(),
+                    ..self.test_env.command(
+                        command,
+                        &tests_config,
+                        cache_dir.clone(),
+                        self.cache_dir.clone().or_else(default_cache_dir),
+                    )?
                 }),
+                None => None,
+            },
             now,
             evaluation,
         };

@@ -272,16 +272,11 @@ pub fn guard(root: &Path, trace: &Path, begun: bool) -> Result<Vec<PathBuf>> {
     let trace = std::path::absolute(trace).map_err(|e| Error::read(trace, e))?;
     let trace = trace.canonicalize().unwrap_or(trace);
     let runs = registered()?;
-    let active: Vec<&str> = runs
-        .iter()
-        .filter(|r| r.state() == State::Active)
-        .map(|r| r.run.as_str())
-        .collect();
-    if !begun && !active.is_empty() {
+    // The refusal names no run: it goes to whoever made the call.
+    let active = runs.iter().filter(|r| r.state() == State::Active).count();
+    if !begun && active > 0 {
         return Err(Error::Refused(format!(
-            "{} begun run(s) are registered for this user ({}): an adapter call must be part of one (name its trace); a trace without a begin line is not accepted meanwhile. `agent-ledger trace list` shows them; `agent-ledger trace abort RUN` clears one that will never be ended",
-            active.len(),
-            crate::output::inert(&active.join(", "))
+            "{active} begun run(s) are registered for this user and not ended: an adapter call must be part of one (name its trace); a trace without a begin line is not accepted meanwhile. The operator's `agent-ledger trace list` shows them, and `agent-ledger trace abort RUN` clears one that will never be ended"
         )));
     }
     let mut hide: Vec<PathBuf> = dir().into_iter().filter(|d| d.exists()).collect();

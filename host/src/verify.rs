@@ -27,6 +27,19 @@ pub struct RunReport {
     /// `valid` (under a trusted key), `absent`, or `unchecked` (no trusted
     /// key given); an invalid signature is a failure.
     pub signature: String,
+    /// Which evidence this verification computed again and which it took
+    /// from the records as written.
+    pub evidence: Evidence,
+}
+
+/// What `verify` recomputed and what it read from the records: the latter
+/// is bound to the run by the records' digests only, so a record replaced
+/// and relinked as a whole is caught by nothing but a signature under a
+/// trusted key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Evidence {
+    pub recomputed: Vec<String>,
+    pub from_records: Vec<String>,
 }
 
 pub struct Verifier<'a> {
@@ -35,6 +48,10 @@ pub struct Verifier<'a> {
     /// Every run must carry a signature valid under a trusted key.
     pub require_signatures: bool,
     pub replay: Option<(&'a Repo, &'a Sandbox)>,
+    /// Re-run each trial's test command (`--rerun-tests`, with `replay`):
+    /// the environment and limits it runs under; the command, the log
+    /// parser and whether a baseline ran come from the record.
+    pub rerun: Option<crate::replay::TestCommand>,
     /// Objects already hashed in this run of `verify`.
     objects: HashMap<String, std::result::Result<(), String>>,
 }
@@ -74,6 +91,7 @@ impl<'a> Verifier<'a> {
             trusted,
             require_signatures: false,
             replay,
+            rerun: None,
             objects: HashMap::new(),
         }
     }
@@ -93,8 +111,9 @@ impl<'a> Verifier<'a> {
     pub fn verify(&mut self, run: &str) -> RunReport {
         let mut failures = Vec::new();
         let mut signature = "absent".to_string();
+        let mut evidence = Evidence::default();
         match RunId::parse(run) {
-            Ok(id) => self.verify_run(&id, &mut failures, &mut signature),
+            Ok(id) => self.verify_run(&id, &mut failures, &mut signature, &mut evidence),
             Err(e) => failures.push(e.to_string()),
         }
         RunReport {
@@ -102,10 +121,17 @@ impl<'a> Verifier<'a> {
             ok: failures.is_empty(),
             failures,
             signature,
+            evidence,
         }
     }
 
-    fn verify_run(&mut self, run: &RunId, failures: &mut Vec<String>, signature: &mut String) {
+    fn verify_run(
+        &mut self,
+        run: &RunId,
+        failures: &mut Vec<String>,
+        signature: &mut String,
+        evidence: &mut Evidence,
+    ) {
         let l = self.ledger.clone();
         macro_rules! check {
             ($what:expr, $e:expr) => {
@@ -252,6 +278,14 @@ impl<'a> Verifier<'a> {
             }
         }
         self.check_signature(run, patch.as_deref(), verdict.as_ref(), failures, signature);
+        let test_run = properties.as_ref().and_then(|p| p.record.test_run.as_ref());
+        *evidence = self.evidence(
+            test_run.is_some(),
+            properties
+                .as_ref()
+                .is_some_and(|p| p.record.junit.is_some()),
+            signature.as_str() == "valid",
+        );
         if let (Some((repo, sandbox)), Some(t), Some(k), Some(p), Some(patch)) =
             (self.replay, &transcript, &lock, &properties, &patch)
             && failures.is_empty()
@@ -260,7 +294,57 @@ impl<'a> Verifier<'a> {
                 "replay",
                 self.replay_matches(repo, sandbox, run, t, k, p, patch)
             );
+            if let Some(test) = &self.rerun
+                && failures.is_empty()
+            {
+                check!(
+                    "re-running the test command",
+                    self.rerun_matches(repo, sandbox, run, t, k, p, patch, test)
+                );
+            }
         }
+    }
+
+    /// What verifying a run recomputes, and what it takes from records.
+    fn evidence(&self, test_run: bool, junit: bool, signed: bool) -> Evidence {
+        let mut e = Evidence::default();
+        e.recomputed
+            .push("every record's digest and link, and its run id".into());
+        e.recomputed
+            .push("the patch, re-judged from the stored response or body".into());
+        e.recomputed
+            .push("the verdict, from the records on file".into());
+        if self.replay.is_some() {
+            e.recomputed.push(
+                "the property record: every plugin re-run on the archived patch, lock and configuration"
+                    .into(),
+            );
+        }
+        let rerun = self.replay.is_some() && self.rerun.is_some() && test_run;
+        if rerun {
+            e.recomputed.push(
+                "the test command's runs (patched, and base when recorded), in the sandbox: the same test outcomes required"
+                    .into(),
+            );
+        }
+        e.from_records
+            .push("the model's response as captured (the model is never called again)".into());
+        if test_run && !rerun {
+            e.from_records.push(
+                "the test command's run and its reports (`test_run`, `junit`, `base_junit`): `tests_pass` is re-judged on the stored reports, the command is not re-run (`--replay --rerun-tests` re-runs it)"
+                    .into(),
+            );
+        } else if junit && !test_run {
+            e.from_records
+                .push("the JUnit report given to `check --junit`".into());
+        }
+        if !signed {
+            e.from_records.push(
+                "nothing binds these records to their run but their digests: a run replaced and relinked whole is caught only by a signature under a trusted key"
+                    .into(),
+            );
+        }
+        e
     }
 
     fn check_signature(
@@ -330,16 +414,7 @@ impl<'a> Verifier<'a> {
     ) -> Result<()> {
         let objects = self.ledger.objects();
         let record = &props.record;
-        let config_bytes = match read_object(&objects, &record.config_sha256)? {
-            Fetched::Found(bytes) => bytes,
-            Fetched::Unavailable(why) => return Err(Error::Missing(why)),
-        };
-        let source = objects.join(&record.config_sha256).display().to_string();
-        let config = if config_bytes.is_empty() {
-            config::Loaded::absent("the archived configuration (none)".into())
-        } else {
-            config::Loaded::from_bytes(config_bytes, source)?
-        };
+        let config = self.archived_config(record)?;
         let stored = |j: &Option<crate::record::StoredFile>| -> Result<_> {
             Ok(match j {
                 Some(j) => Some((j.clone(), read_stored(&props.path, j)?)),
@@ -381,6 +456,202 @@ impl<'a> Verifier<'a> {
             return Err(Error::data(
                 &props.path,
                 "re-running the replay gives a different property record",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Verifier<'_> {
+    /// The configuration a property record names, from the object store.
+    fn archived_config(&self, record: &PropertyRecord) -> Result<config::Loaded> {
+        let objects = self.ledger.objects();
+        let bytes = match read_object(&objects, &record.config_sha256)? {
+            Fetched::Found(bytes) => bytes,
+            Fetched::Unavailable(why) => return Err(Error::Missing(why)),
+        };
+        if bytes.is_empty() {
+            return Ok(config::Loaded::absent(
+                "the archived configuration (none)".into(),
+            ));
+        }
+        let source = objects.join(&record.config_sha256).display().to_string();
+        config::Loaded::from_bytes(bytes, source)
+    }
+
+    /// Runs the recorded test command again, in the sandbox, on the
+    /// archived patch (and on the base, when the record has a baseline),
+    /// re-judges the property record with the new reports, and requires
+    /// every property's outcome and every required test's transition to
+    /// be as recorded. Nothing is written to the ledger.
+    #[allow(clippy::too_many_arguments)]
+    fn rerun_matches(
+        &self,
+        repo: &Repo,
+        sandbox: &Sandbox,
+        run: &RunId,
+        transcript: &Loaded<TranscriptReceipt>,
+        lock: &Loaded<FixtureLock>,
+        props: &Loaded<PropertyRecord>,
+        patch: &[u8],
+        template: &crate::replay::TestCommand,
+    ) -> Result<()> {
+        let record = &props.record;
+        let Some(recorded) = &record.test_run else {
+            return Ok(());
+        };
+        let log_parser = match recorded.log_parser.as_deref() {
+            Some(name) => Some(
+                <crate::logparse::LogParser as clap::ValueEnum>::from_str(name, false).map_err(
+                    |_| {
+                        Error::data(
+                            &props.path,
+                            format!("field `test_run.log_parser`: `{name}` is not a log parser"),
+                        )
+                    },
+                )?,
+            ),
+            None => None,
+        };
+        let test = crate::replay::TestCommand {
+            command: recorded.command.clone(),
+            baseline: recorded.baseline.is_some(),
+            log_parser,
+            cache_dir: None,
+            ..template.clone()
+        };
+        let eval_patch = match record.evaluation.as_ref().and_then(|e| e.patch.as_ref()) {
+            Some(stored) => Some(crate::evaluation::TestPatch::new(
+                read_stored(&props.path, stored)?,
+                props.path.display().to_string(),
+            )?),
+            None => None,
+        };
+        let eval = match (&eval_patch, &lock.record.evaluation) {
+            (Some(p), Some(l)) => Some((p, l)),
+            (None, None) => None,
+            _ => {
+                return Err(Error::data(
+                    &props.path,
+                    "the record and its lock disagree on the evaluator's test patch",
+                ));
+            }
+        };
+        let stored_as = |name: &str, bytes: &[u8]| crate::record::StoredFile {
+            file: name.to_string(),
+            sha256: crate::digest::sha256_hex(bytes),
+            bytes: bytes.len() as u64,
+        };
+        let roots = &lock.record.roots;
+        let trees = TrialTrees::new(repo, &record.base_revision)?;
+        let tests = || -> Result<crate::replay::Tested> {
+            let baseline = if test.baseline {
+                Some(replay::run_tests(
+                    trees.shared(),
+                    None,
+                    eval,
+                    &test,
+                    self.ledger.root(),
+                    roots,
+                )?)
+            } else {
+                None
+            };
+            let (mut ran, report) = replay::run_tests(
+                trees.shared(),
+                Some((patch, transcript.record.strip)),
+                eval,
+                &test,
+                self.ledger.root(),
+                roots,
+            )?;
+            let mut base_junit = None;
+            if let Some((base_run, base_report)) = baseline {
+                ran.baseline = Some(crate::record::BaselineRun {
+                    exit_code: base_run.exit_code,
+                    stopped: base_run.stopped,
+                    stdout_tail: base_run.stdout_tail,
+                    stderr_tail: base_run.stderr_tail,
+                });
+                base_junit = base_report.map(|b| (stored_as("base-junit.xml", &b), b));
+            }
+            Ok(crate::replay::Tested {
+                run: ran,
+                junit: report.map(|b| (stored_as("junit.xml", &b), b)),
+                base_junit,
+            })
+        };
+        let objects = self.ledger.objects();
+        let config = self.archived_config(record)?;
+        let now = crate::clock::parse_time(&record.now)
+            .map_err(|e| Error::data(&props.path, format!("field `now`: {e}")))?;
+        let again = replay::run_with_tests(
+            &Replay {
+                source: Source::Archive {
+                    objects: &objects,
+                    record,
+                },
+                run,
+                repo,
+                base: &record.base_revision,
+                config: &config,
+                ledger_root: self.ledger.root(),
+                transcript,
+                patch,
+                lock,
+                sandbox,
+                now,
+                junit: None,
+                test_run: None,
+                base_junit: None,
+                test_command: Some(recorded.command.as_str()),
+                network: record.network.clone(),
+                evaluation: record.evaluation.as_ref(),
+            },
+            &trees,
+            Some(&tests),
+        )?;
+        let outcomes = |r: &PropertyRecord| -> Vec<(String, String)> {
+            r.properties
+                .iter()
+                .map(|p| {
+                    let outcome = serde_json::to_value(p.outcome)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    (p.name.clone(), outcome)
+                })
+                .collect()
+        };
+        let (was, now) = (outcomes(record), outcomes(&again.record));
+        if was != now {
+            let differ: Vec<String> = was
+                .iter()
+                .zip(&now)
+                .filter(|(a, b)| a != b)
+                .map(|((id, a), (_, b))| format!("`{id}` is {b} (the record says {a})"))
+                .collect();
+            return Err(Error::data(
+                &props.path,
+                format!(
+                    "the test command run again gives other outcomes: {}",
+                    if differ.is_empty() {
+                        "other properties".to_string()
+                    } else {
+                        differ.join("; ")
+                    }
+                ),
+            ));
+        }
+        let required = |r: &PropertyRecord| {
+            r.tests
+                .as_ref()
+                .map(|t| serde_json::to_value(&t.required).unwrap_or_default())
+        };
+        if required(record) != required(&again.record) {
+            return Err(Error::data(
+                &props.path,
+                "the test command run again gives the required tests other transitions",
             ));
         }
         Ok(())

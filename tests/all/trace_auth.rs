@@ -1896,7 +1896,7 @@ fn a_forgotten_run_is_listed_and_aborted_and_an_ended_or_removed_one_holds_nothi
     };
     let out = unauthenticated();
     out.assert_code(65);
-    assert!(out.stderr.contains(&run_id), "{}", out.stderr);
+    assert!(!out.stderr.contains(&run_id), "{}", out.stderr);
     assert!(out.stderr.contains("trace abort RUN"), "{}", out.stderr);
     let listed = |dir: &Path| -> serde_json::Value {
         let out = run(dir, &["trace", "list", "--format", "json"]);

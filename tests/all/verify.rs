@@ -416,3 +416,115 @@ fn a_run_that_does_not_verify_is_not_signed() {
     assert!(out.stderr.contains("does not verify"), "{}", out.stderr);
     assert!(!a.ledger().join("signatures/bad.dsse.json").exists());
 }
+
+/// A run whose test record was replaced and relinked (a fake command's
+/// passing report, the record then made to name the real command) is
+/// consistent in itself: `verify --replay` re-judges the stored report and
+/// says so, naming what it took from the records; `--rerun-tests` runs
+/// the real command again and fails the run.
+#[test]
+fn a_replaced_and_relinked_test_record_fails_only_when_the_tests_are_run_again() {
+    use sha2::Digest;
+    let repo = crate::evaluation::repo();
+    let patch = patch_of(&repo, |root| {
+        write(
+            &root.join("calc.py"),
+            "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n",
+        )
+    });
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(&config_file, "schema = 1\n[fixtures]\nnone = \"no data\"\n");
+    let real = "python3 run_tests.py";
+    let fake = r#"printf '<testsuite><testcase classname="tests.test_calc.TestCalc" name="test_sub"/></testsuite>' > "$AGENT_LEDGER_JUNIT""#;
+    // The real command rejects the patch.
+    let ledger = repo.path().join(".agent-ledger");
+    let args = |cmd: &str| {
+        vec![
+            "--test-cmd".to_string(),
+            cmd.to_string(),
+            "--config".to_string(),
+            config_file.to_str().unwrap().to_string(),
+        ]
+    };
+    let a = args(real);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "honest", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    repo.check("honest", &a).assert_code(4);
+    // The forger runs the fake and relinks the record to the real command.
+    let f = args(fake);
+    let f: Vec<&str> = f.iter().map(String::as_str).collect();
+    repo.check("r", &f).assert_code(0);
+    let props = ledger.join("properties/r.json");
+    let text = std::fs::read_to_string(&props).unwrap();
+    let quoted = |s: &str| serde_json::to_string(s).unwrap();
+    assert!(text.contains(&quoted(fake)), "{text}");
+    let forged = text.replace(&quoted(fake), &quoted(real));
+    let hex = |b: &[u8]| {
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+    };
+    let verdict = ledger.join("verdicts/r.json");
+    let v = std::fs::read_to_string(&verdict)
+        .unwrap()
+        .replace(&hex(text.as_bytes()), &hex(forged.as_bytes()));
+    std::fs::write(&props, &forged).unwrap();
+    std::fs::write(&verdict, v).unwrap();
+
+    let out = run(
+        repo.path(),
+        &["verify", "--run", "r", "--replay", "--format", "json"],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let from = out.json()["runs"][0]["evidence"]["from_records"].to_string();
+    assert!(from.contains("the command is not re-run"), "{from}");
+    let out = run(repo.path(), &["verify", "--run", "r", "--replay"]);
+    assert!(
+        out.stdout
+            .contains("taken from the records: the test command's run"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        repo.path(),
+        &["verify", "--run", "r", "--replay", "--rerun-tests"],
+    );
+    assert_eq!(out.code, 5, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("`tests_pass` is miss (the record says holds)"),
+        "{}",
+        out.stdout
+    );
+    // The honest run verifies with its tests run again.
+    let out = run(
+        repo.path(),
+        &[
+            "verify",
+            "--run",
+            "honest",
+            "--replay",
+            "--rerun-tests",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let re = out.json()["runs"][0]["evidence"]["recomputed"].to_string();
+    assert!(re.contains("the test command's runs"), "{re}");
+    // `--test-ro` without `--rerun-tests` is refused.
+    run(repo.path(), &["verify", "--test-ro", "/usr"]).assert_code(64);
+}

@@ -23,6 +23,16 @@ pub struct VerifyArgs {
     /// current directory's).
     #[arg(long)]
     pub replay: bool,
+    /// With `--replay`: also run each trial's test command again (its
+    /// patched run, and its base run when the record has one) in the
+    /// sandbox, from the recorded command, evaluator patch and log parser,
+    /// and require the same outcomes. Without it the stored reports are
+    /// re-judged and the command is not run. `--test-ro`, `--test-env` and
+    /// the limits give the environment it needs (as for `check`).
+    #[arg(long = "rerun-tests", id = "test_cmd", requires = "replay")]
+    pub rerun_tests: bool,
+    #[command(flatten)]
+    pub test_env: crate::resolve::TestEnvArgs,
     #[command(flatten)]
     pub scope: ScopeArgs,
     /// A public key whose signatures are trusted (repeatable). Every signed
@@ -104,6 +114,14 @@ impl VerifyArgs {
         };
         let mut verifier = Verifier::new(ledger, trusted, replay);
         verifier.require_signatures = self.require_signatures;
+        if self.rerun_tests {
+            verifier.rerun = Some(self.test_env.command(
+                String::new(),
+                &resolved.config.config.tests,
+                None,
+                crate::resolve::default_cache_dir(),
+            )?);
+        }
         let reports: Vec<_> = runs.iter().map(|run| verifier.verify(run)).collect();
         let verified = archive_problems.is_empty() && reports.iter().all(|r| r.ok);
         let value = serde_json::json!({

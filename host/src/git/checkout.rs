@@ -76,6 +76,11 @@ pub struct NameStatus {
 }
 
 impl Checkout {
+    /// The repository this tree was checked out from.
+    pub fn repo(&self) -> &Repo {
+        &self.repo
+    }
+
     /// A copy of this checkout whose files share their contents by hard
     /// links, with its own copy of the index and its own object directory.
     /// Several times cheaper than a second checkout, and safe to patch:
@@ -117,24 +122,61 @@ impl Checkout {
         })
     }
 
+    /// Writes one pack holding `commit` and exactly the objects of its tree
+    /// (no history, nothing of any other commit) into `dir`.
+    pub fn pack_snapshot(&self, commit: &str, dir: &Path) -> Result<()> {
+        let mut list = self
+            .repo
+            .command()
+            .args([
+                "rev-list",
+                "--objects",
+                "--no-walk",
+                "--end-of-options",
+                commit,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
+        let names = list.stdout.take().expect("piped");
+        let packed = run(
+            self.repo
+                .command()
+                .args(["pack-objects", "-q"])
+                .arg(dir.join("pack"))
+                .stdin(Stdio::from(names)),
+            "pack-objects",
+        );
+        let listed = list
+            .wait_with_output()
+            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
+        if !listed.status.success() {
+            return Err(super::git_error("rev-list", &listed));
+        }
+        packed.map(drop)
+    }
+
     /// Makes `tree/.git` a repository of its own, so that a test command
     /// may run git on its tree (SWE-bench's eval scripts run `git checkout
     /// BASE -- FILES` and `git apply`): HEAD detached at `commit`, which is
     /// shallow (no history), the index as the trial left it (the patches
-    /// staged), and one pack holding `commit` and exactly the objects of its
-    /// tree. Nothing else of the repository is in it: no other commit (the
-    /// upstream fix a later commit holds included), ref, configuration,
-    /// hook or attribute. It is made after every comparison with the lock,
-    /// so it is not part of what the lock or any property judges.
-    pub fn add_git_dir(&self, commit: &str) -> Result<()> {
+    /// staged), and a copy of `pack` ([`Checkout::pack_snapshot`] of
+    /// `commit`: its commit and exactly the objects of its tree). Nothing
+    /// else of the repository is in it: no other commit (the upstream fix a
+    /// later commit holds included), ref, configuration, hook or attribute.
+    /// It is made after every comparison with the lock, so it is not part
+    /// of what the lock or any property judges. The pack is copied, never
+    /// linked: the suite owns its tree and may write anything in it.
+    pub fn add_git_dir(&self, commit: &str, pack: &Path) -> Result<()> {
         let git = self.tree.join(".git");
         // `create_dir`, not `_all`: nothing in a patched tree may be there
         // already (git refuses patch paths through `.git`), and if anything
         // is, this fails rather than write through it.
         std::fs::create_dir(&git).map_err(|e| Error::write(&git, e))?;
-        let pack = git.join("objects").join("pack");
+        let packs = git.join("objects").join("pack");
         for d in [
-            pack.clone(),
+            packs.clone(),
             git.join("objects").join("info"),
             git.join("refs").join("heads"),
             git.join("refs").join("tags"),
@@ -162,36 +204,12 @@ impl Checkout {
         }
         let index = git.join("index");
         std::fs::copy(&self.index, &index).map_err(|e| Error::write(&index, e))?;
-        let mut list = self
-            .repo
-            .command()
-            .args([
-                "rev-list",
-                "--objects",
-                "--no-walk",
-                "--end-of-options",
-                commit,
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
-        let names = list.stdout.take().expect("piped");
-        let packed = run(
-            self.repo
-                .command()
-                .args(["pack-objects", "-q"])
-                .arg(pack.join("pack"))
-                .stdin(Stdio::from(names)),
-            "pack-objects",
-        );
-        let listed = list
-            .wait_with_output()
-            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
-        if !listed.status.success() {
-            return Err(super::git_error("rev-list", &listed));
+        for entry in std::fs::read_dir(pack).map_err(|e| Error::read(pack, e))? {
+            let from = entry.map_err(|e| Error::read(pack, e))?.path();
+            let to = packs.join(from.file_name().unwrap_or_default());
+            std::fs::copy(&from, &to).map_err(|e| Error::write(&to, e))?;
         }
-        packed.map(drop)
+        Ok(())
     }
 
     /// Resets `paths` (repository-relative, read literally) to `commit`, in

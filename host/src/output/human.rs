@@ -210,6 +210,28 @@ pub fn verify(archive_problems: &[String], reports: &[RunReport]) -> String {
             }
         }
     }
+    // What was recomputed and what was read, once per kind of run.
+    let mut kinds: Vec<(&crate::verify::Evidence, Vec<&str>)> = Vec::new();
+    for report in reports.iter().filter(|r| r.ok) {
+        match kinds.iter_mut().find(|(e, _)| **e == report.evidence) {
+            Some((_, runs)) => runs.push(&report.run_id),
+            None => kinds.push((&report.evidence, vec![&report.run_id])),
+        }
+    }
+    for (evidence, runs) in kinds {
+        let which = if runs.len() == reports.len() {
+            "every run".to_string()
+        } else {
+            inert(&runs.join(", ")).into_owned()
+        };
+        text.push_str(&format!("for {which}:\n"));
+        for r in &evidence.recomputed {
+            text.push_str(&format!("  recomputed: {}\n", inert(r)));
+        }
+        for r in &evidence.from_records {
+            text.push_str(&format!("  taken from the records: {}\n", inert(r)));
+        }
+    }
     text.push_str(&format!(
         "{} of {} run(s) verified\n",
         reports.len() - failed,

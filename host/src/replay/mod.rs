@@ -50,7 +50,7 @@ use crate::record::{
 use crate::sandbox::{Change, ChangeKind, Mounts, RunDetails, Sandbox, TrialInput};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The name of the host-side property that makes the tree.
@@ -160,6 +160,11 @@ pub struct BaseTree {
     /// [`TestCommand::baseline_key`]: the trials of a batch on one base
     /// run the base's suite once.
     pub baselines: Mutex<BTreeMap<String, Baseline>>,
+    /// The base commit.
+    pub base: String,
+    /// A pack of the base commit's objects (`Checkout::pack_snapshot`),
+    /// made on first use: every test tree's `.git` gets a copy.
+    pack: Mutex<Option<PathBuf>>,
 }
 
 /// The test command's run on a base revision and the report it wrote.
@@ -173,7 +178,23 @@ impl BaseTree {
             _dir: dir,
             checkout,
             baselines: Mutex::new(BTreeMap::new()),
+            base: base.to_string(),
+            pack: Mutex::new(None),
         }))
+    }
+
+    /// The directory holding the pack of the base commit's objects, made
+    /// once per base tree (trials of a batch share it).
+    pub fn snapshot_pack(&self) -> Result<PathBuf> {
+        let mut pack = self.pack.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(dir) = &*pack {
+            return Ok(dir.clone());
+        }
+        let dir = self._dir.path().join("pack");
+        std::fs::create_dir(&dir).map_err(|e| Error::write(&dir, e))?;
+        self.checkout.pack_snapshot(&self.base, &dir)?;
+        *pack = Some(dir.clone());
+        Ok(dir)
     }
 }
 

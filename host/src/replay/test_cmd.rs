@@ -43,7 +43,7 @@
 
 use super::{tempdir, write_file};
 use crate::exit::{Error, Result};
-use crate::git::{Applied, Repo};
+use crate::git::Applied;
 use crate::record::TestRun;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -152,16 +152,15 @@ const STOPPED_OUTPUT: &str = "output_cap";
 const STOPPED_MEMORY: &str = "memory_cap";
 const STOPPED_PROCESSES: &str = "process_cap";
 
-/// Runs `test` on `patch` (with its strip level) applied to `base`, or on
-/// `base` itself when `patch` is `None` (the baseline), in a copy of its
-/// own. Returns how it ran and the report (`None` when it wrote none). The
+/// Runs `test` on `patch` (with its strip level) applied to the base of
+/// `trees`, or on the base itself when `patch` is `None` (the baseline), in
+/// a checkout of its own. Returns how it ran and the report (`None` when it wrote none). The
 /// `fixtures` (the locked roots, repository-relative) are read-only inside
 /// the sandbox: the lock was compared with the patched tree before the
 /// command ran, so a suite that rewrote them at run time would be tested
 /// against fixtures nobody locked.
 pub fn run_tests(
-    repo: &Repo,
-    base: &str,
+    trees: &super::BaseTree,
     patch: Option<(&[u8], u32)>,
     eval: Option<(
         &crate::evaluation::TestPatch,
@@ -171,6 +170,7 @@ pub fn run_tests(
     ledger_root: &Path,
     fixtures: &[String],
 ) -> Result<(TestRun, Option<Vec<u8>>)> {
+    let (repo, base) = (trees.checkout.repo(), trees.base.as_str());
     let tmp = tempdir()?;
     let co = repo.checkout(base, &tmp.path().join("tests"))?;
     // The trial's run is shown; the baseline's output is counted, not
@@ -190,7 +190,7 @@ pub fn run_tests(
     }
     // After every comparison with the lock: the suite may run git on its
     // tree, which holds the base commit and nothing later.
-    co.add_git_dir(base)?;
+    co.add_git_dir(base, &trees.snapshot_pack()?)?;
     let report_dir = tmp.path().join("report");
     let home = tmp.path().join("home");
     for dir in [&report_dir, &home] {
