@@ -186,6 +186,9 @@ pub struct CaptureConfig {
     pub connect_timeout: Option<u64>,
     /// Seconds.
     pub idle_timeout: Option<u64>,
+    /// Seconds for the whole exchange, the body's last byte included
+    /// (`--total-timeout`).
+    pub total_timeout: Option<u64>,
     /// Never a key: parsed only to refuse it, without keeping the value.
     /// Left out of the schema, whose closed object then refuses it too.
     #[serde(default)]

@@ -506,3 +506,120 @@ fn a_shard_cannot_add_files_to_a_run_it_does_not_hold_whole() {
     merge(&[&honest], &[]).assert_code(0);
     assert_eq!(files(&into), files(&honest));
 }
+
+/// Live captures run side by side: a server that answers only once two
+/// requests are open at the same time (and fails each after 20 s alone)
+/// completes both lines of a batch; one at a time, both would fail.
+#[test]
+fn live_captures_run_concurrently() {
+    use crate::live_capture::{APIS, KEY};
+    use std::io::{BufRead, Read, Write};
+    let api = &APIS[0];
+    let body = std::fs::read(fixture("live/openai-chat.json")).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let open = std::sync::Arc::new((std::sync::Mutex::new(0usize), std::sync::Condvar::new()));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (open, body) = (open.clone(), body.clone());
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream);
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end().to_ascii_lowercase();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                }
+                let mut request = vec![0; length];
+                reader.read_exact(&mut request).unwrap();
+                let (count, cv) = &*open;
+                let mut n = count.lock().unwrap();
+                *n += 1;
+                cv.notify_all();
+                let (n, timeout) = cv
+                    .wait_timeout_while(n, std::time::Duration::from_secs(20), |n| *n < 2)
+                    .unwrap();
+                drop(n);
+                let (status, payload) = if timeout.timed_out() {
+                    ("503 Service Unavailable", b"{}".to_vec())
+                } else {
+                    ("200 OK", body)
+                };
+                let mut stream = reader.into_inner();
+                let _ = stream.write_all(
+                    format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        payload.len()
+                    )
+                    .as_bytes(),
+                );
+                let _ = stream.write_all(&payload);
+            });
+        }
+    });
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let config = scratch.path().join("c.toml");
+    let mut text = std::fs::read_to_string(repo.path().join("agent-ledger.toml")).unwrap();
+    text = text.replace(
+        "[fixtures]",
+        &format!(
+            "[capture]\nendpoint = \"http://127.0.0.1:{port}/v1\"\nprovider = \"{}\"\nmodel = \"m\"\nmax_tokens = 100\n\n[fixtures]",
+            api.provider
+        ),
+    );
+    text = text.replace(
+        "\"oracles/",
+        &format!("\"{}/oracles/", repo.path().display()),
+    );
+    write(&config, text);
+    write(&scratch.path().join("prompt.txt"), "fix the backoff\n");
+    let lines: Vec<String> = ["one", "two"]
+        .iter()
+        .map(|run| {
+            serde_json::json!({
+                "run": run, "prompt": "prompt.txt", "repo": repo.path(), "base": repo.base,
+                "config": config, "total_timeout": 60,
+            })
+            .to_string()
+        })
+        .collect();
+    let m = scratch.path().join("m.jsonl");
+    write(&m, lines.join("\n") + "\n");
+    let ledger = scratch.path().join("l");
+    let cache = cache_dir();
+    let mut c = command(repo.path());
+    c.args([
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "batch",
+        "--manifest",
+        m.to_str().unwrap(),
+        "-j",
+        "2",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ])
+    .env(api.key_env, KEY)
+    .env_remove("MODEL_TOKEN_BUDGET");
+    let out = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for run in ["one", "two"] {
+        let receipt: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(ledger.join(format!("transcripts/{run}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            receipt["http"]["status"], 200,
+            "{run}: {receipt:#}\n{stderr}"
+        );
+    }
+}

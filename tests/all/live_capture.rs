@@ -188,6 +188,9 @@ enum Reply {
         sent: Vec<u8>,
         pause: Duration,
     },
+    /// From a raw socket: a 200 head declaring the body's length, then the
+    /// body one byte every `every`: never idle, never done.
+    Trickle { body: Vec<u8>, every: Duration },
 }
 
 /// A provider server on 127.0.0.1 for one test.
@@ -253,6 +256,51 @@ impl Server {
                     url: format!("http://127.0.0.1:{port}/v1"),
                     seen,
                     tiny: Some((server, thread)),
+                }
+            }
+            Reply::Trickle { body, every } => {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let port = listener.local_addr().unwrap().port();
+                std::thread::spawn(move || {
+                    let (stream, _) = listener.accept().unwrap();
+                    let mut reader = BufReader::new(stream);
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        reader.read_line(&mut line).unwrap();
+                        let line = line.trim_end().to_ascii_lowercase();
+                        if line.is_empty() {
+                            break;
+                        }
+                        if let Some(v) = line.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                    }
+                    let mut request = vec![0; length];
+                    reader.read_exact(&mut request).unwrap();
+                    let mut stream = reader.into_inner();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{request_id_header}: req_live1\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if stream.write_all(head.as_bytes()).is_err() {
+                        return;
+                    }
+                    for b in body {
+                        std::thread::sleep(every);
+                        if stream
+                            .write_all(&[b])
+                            .and_then(|()| stream.flush())
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+                Server {
+                    url: format!("http://127.0.0.1:{port}/v1"),
+                    seen,
+                    tiny: None,
                 }
             }
             Reply::Broken {
@@ -1257,4 +1305,32 @@ fn a_key_sent_back_escaped_or_split_across_events_is_masked_and_reported() {
         .assert_code(0);
         assert_no_key_anywhere(dir.path());
     }
+}
+
+// A server that sends a byte every 200 ms never trips `--idle-timeout`;
+// `--total-timeout` cuts it, and the receipt says which limit did.
+#[test]
+fn a_server_that_trickles_bytes_is_cut_at_the_total_deadline() {
+    let dir = tempdir();
+    let api = &APIS[0];
+    let server = Server::start(
+        Reply::Trickle {
+            body: recorded(api.complete),
+            every: Duration::from_millis(200),
+        },
+        api.request_id_header,
+    );
+    let out = live(
+        dir.path(),
+        "run-1",
+        &server,
+        api,
+        &["--idle-timeout", "60", "--total-timeout", "2"],
+    );
+    out.assert_code(2);
+    let r = check_receipt(dir.path(), "run-1", &out);
+    assert_eq!(codes(&r)[0], "transport_error", "{r:#}");
+    let message = r["reasons"][0]["message"].as_str().unwrap();
+    assert!(message.contains("`--total-timeout`"), "{message}");
+    assert!(message.contains("within 2 s"), "{message}");
 }

@@ -30,6 +30,10 @@ pub struct Line {
     /// first; a run already captured is never sent again.
     #[serde(default)]
     pub prompt: Option<PathBuf>,
+    /// Seconds a live capture (`prompt`) may take as a whole, as `capture
+    /// --total-timeout` (over the configuration's `total_timeout`).
+    #[serde(default)]
+    pub total_timeout: Option<u64>,
     /// The body format (`raw` when absent), as `capture --body-format`.
     #[serde(default)]
     pub format: Option<String>,

@@ -97,18 +97,29 @@ pub fn has_live_captures(manifest: &Path, options: &Options) -> Result<bool> {
     Ok(trials.iter().any(|t| t.spec.prompt.is_some()))
 }
 
-/// Makes this shard's live captures, one at a time, skipping runs already
+/// Makes this shard's live captures, `options.jobs` at a time (one slow
+/// endpoint holds up one slot, not the batch), skipping runs already
 /// captured. Returns the lines whose capture could not be made (refused
-/// before sending: no budget, no key, a bad `[capture]` table).
+/// before sending: no budget, no key, a bad `[capture]` table), in
+/// manifest order.
 pub fn live_captures(
     manifest: &Path,
     options: &Options,
     progress: &(dyn Fn(&Outcome, usize) + Sync),
 ) -> Result<Vec<Outcome>> {
     let (trials, _) = select(manifest, options)?;
-    let live: Vec<&Trial> = trials.iter().filter(|t| t.spec.prompt.is_some()).collect();
-    let mut failed = Vec::new();
-    for t in &live {
+    // Each run once (a second line for a run is refused later, by `run`):
+    // two captures of one run at once would race for its files.
+    let mut runs = std::collections::HashSet::new();
+    let live: Vec<&Trial> = trials
+        .iter()
+        .filter(|t| t.spec.prompt.is_some() && runs.insert(t.spec.run.as_str()))
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()
+        .map_err(|e| Error::Internal(format!("cannot start the capture threads: {e}")))?;
+    let one = |t: &&Trial| -> Option<Outcome> {
         let result = live_capture(t, options);
         let o = Outcome {
             line: t.line,
@@ -125,10 +136,11 @@ pub fn live_captures(
                 .map(|e| format!("{}:{}: live capture: {e}", manifest.display(), t.line)),
         };
         progress(&o, live.len());
-        if o.error.is_some() {
-            failed.push(o);
-        }
-    }
+        o.error.is_some().then_some(o)
+    };
+    use rayon::prelude::*;
+    let mut failed: Vec<Outcome> = pool.install(|| live.par_iter().filter_map(one).collect());
+    failed.sort_by_key(|o| o.line);
     Ok(failed)
 }
 
@@ -150,7 +162,10 @@ fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
         return Ok(t.loaded.record.complete);
     }
     let settings = live::settings(
-        &live::Flags::default(),
+        &live::Flags {
+            total_timeout: l.total_timeout,
+            ..live::Flags::default()
+        },
         &resolved.config.config.capture,
         &resolved.config.source,
     )?;
@@ -174,6 +189,7 @@ fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
             max_tokens: settings.max_tokens,
             connect_timeout: std::time::Duration::from_secs(settings.connect_timeout),
             idle_timeout: std::time::Duration::from_secs(settings.idle_timeout),
+            total_timeout: std::time::Duration::from_secs(settings.total_timeout),
             prompt: &prompt,
             extract: l.extract.as_deref().and_then(Extract::parse),
             trace: None,

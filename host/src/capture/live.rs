@@ -46,6 +46,10 @@ pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 10;
 /// Long enough for a model that thinks before its first byte (a response
 /// that is not streamed arrives all at once, at the end).
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
+/// The whole exchange, from resolving the host to the body's last byte: a
+/// server that trickles bytes never trips the idle limit, and this stops
+/// it. Long enough for a long answer streamed slowly.
+pub const DEFAULT_TOTAL_TIMEOUT_SECS: u64 = 1200;
 /// The `anthropic-version` header the Messages API requires.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
@@ -180,6 +184,8 @@ pub struct Call<'a> {
     /// Limit on any one wait for bytes (the response head, each chunk of
     /// the body) and on any one write of the request.
     pub idle_timeout: Duration,
+    /// Limit on the whole exchange, the body's last byte included.
+    pub total_timeout: Duration,
     pub prompt: &'a str,
     /// The envelope to take the diff out of the answer (`--extract`).
     pub extract: Option<crate::envelope::Extract>,
@@ -346,6 +352,7 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
         .timeout_connect(Some(call.connect_timeout))
         .timeout_per_read(Some(call.idle_timeout))
         .timeout_per_write(Some(call.idle_timeout))
+        .timeout_global(Some(call.total_timeout))
         .user_agent(concat!("agent-ledger/", env!("CARGO_PKG_VERSION")));
     if call.endpoint.plain_loopback {
         config = config.proxy(None);
@@ -371,6 +378,7 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
         }
     };
     let mut received = Received::default();
+    let started = std::time::Instant::now();
     let response = match req.send(request) {
         Ok(r) => r,
         Err(e) => {
@@ -406,6 +414,16 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
             Ok(0) => break,
             Ok(n) => {
                 sink.write(masker.push(&mut received.body, &buf[..n]))?;
+                // ureq checks the deadline at each read; this holds it
+                // whatever a read returns.
+                if started.elapsed() > call.total_timeout {
+                    received.transport_error = Some(format!(
+                        "the response stopped after {} bytes: it did not finish within {} s (`--total-timeout`)",
+                        received.body.len(),
+                        call.total_timeout.as_secs()
+                    ));
+                    break;
+                }
                 if received.body.len() as u64 > BODY_CAP {
                     received.transport_error = Some(format!(
                         "stopped reading after {} bytes: the response passed the {BODY_CAP}-byte cap",
@@ -447,6 +465,10 @@ fn describe(e: &ureq::Error, call: &Call<'_>) -> String {
         ureq::Error::Timeout(Timeout::PerRead | Timeout::PerWrite) => format!(
             "nothing arrived for {} s (`--idle-timeout`)",
             call.idle_timeout.as_secs()
+        ),
+        ureq::Error::Timeout(Timeout::Global | Timeout::PerCall | Timeout::RecvBody) => format!(
+            "it did not finish within {} s (`--total-timeout`)",
+            call.total_timeout.as_secs()
         ),
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
             "the server closed the connection".into()
@@ -543,6 +565,7 @@ pub struct Settings {
     pub max_tokens: u64,
     pub connect_timeout: u64,
     pub idle_timeout: u64,
+    pub total_timeout: u64,
 }
 
 /// What the command line says about a live capture (`capture`'s flags;
@@ -558,6 +581,7 @@ pub struct Flags {
     pub max_tokens: Option<u64>,
     pub connect_timeout: Option<u64>,
     pub idle_timeout: Option<u64>,
+    pub total_timeout: Option<u64>,
 }
 
 /// Flags first, then (for the token limit) `MODEL_TOKEN_BUDGET`, then
@@ -622,6 +646,10 @@ pub fn settings(flags: &Flags, config: &CaptureConfig, source: &str) -> Result<S
                 .idle_timeout
                 .or(config.idle_timeout)
                 .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS),
+            total_timeout: flags
+                .total_timeout
+                .or(config.total_timeout)
+                .unwrap_or(DEFAULT_TOTAL_TIMEOUT_SECS),
         })
     }
 }

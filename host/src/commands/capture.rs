@@ -120,6 +120,13 @@ pub struct LiveArgs {
     #[arg(long, value_name = "SECS", conflicts_with = "body",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout: Option<u64>,
+    /// Seconds allowed for the whole exchange, from resolving the host to
+    /// the body's last byte [default: 1200]. A server that trickles bytes
+    /// never trips `--idle-timeout`; past this the answer is cut and its
+    /// receipt is `incomplete` (`transport_error`).
+    #[arg(long, value_name = "SECS", conflicts_with = "body",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub total_timeout: Option<u64>,
 }
 
 impl LiveArgs {
@@ -140,6 +147,7 @@ impl LiveArgs {
             max_tokens: self.max_tokens,
             connect_timeout: self.connect_timeout,
             idle_timeout: self.idle_timeout,
+            total_timeout: self.total_timeout,
         }
     }
 }
@@ -277,6 +285,7 @@ impl CaptureArgs {
                         max_tokens: settings.max_tokens,
                         connect_timeout: Duration::from_secs(settings.connect_timeout),
                         idle_timeout: Duration::from_secs(settings.idle_timeout),
+                        total_timeout: Duration::from_secs(settings.total_timeout),
                         prompt: &prompt,
                         extract: self.extract,
                         trace: trace.as_deref(),
@@ -335,6 +344,7 @@ impl CaptureArgs {
         flag("max-tokens", &s.max_tokens.to_string());
         flag("connect-timeout", &s.connect_timeout.to_string());
         flag("idle-timeout", &s.idle_timeout.to_string());
+        flag("total-timeout", &s.total_timeout.to_string());
         if let Some(t) = &self.trace {
             flag("trace", &t.to_string_lossy());
         }
