@@ -128,9 +128,16 @@ pub fn unpack(archive: &Path, dir: &Path) -> Result<(Manifest, Vec<String>)> {
         }
         // A trailing `/` names a directory, whatever the entry type says; a
         // NUL (possible in a GNU long name) names no file at all.
+        // Only a name in normal form: `a//b` or `a/./b` would be one file
+        // under two names, the second replacing the first on disk while
+        // both are listed.
         let raw = entry.path_bytes();
+        let normal: Vec<&[u8]> = raw.split(|&b| b == b'/').collect();
         if raw.ends_with(b"/")
             || raw.contains(&0)
+            || normal
+                .iter()
+                .any(|c| c.is_empty() || *c == b"." || *c == b"..")
             || name
                 .components()
                 .any(|c| !matches!(c, Component::Normal(_)))

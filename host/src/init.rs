@@ -106,6 +106,24 @@ pub fn init(repo: &Repo, ci: Option<Ci>) -> Result<Initialised> {
         Ci::Github => repo.root.join(".github/workflows/agent-ledger.yml"),
         Ci::Gitlab => repo.root.join("ci/agent-ledger.gitlab-ci.yml"),
     });
+    // A directory on the way that is a symlink (a tracked `.github` or
+    // `ci` link) would take the write out of the repository.
+    if let Some(path) = &ci_file {
+        let rel = path.strip_prefix(&repo.root).unwrap_or(path);
+        let mut at = repo.root.clone();
+        for part in rel.parent().into_iter().flat_map(Path::components) {
+            at.push(part);
+            if at
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Err(Error::Refused(format!(
+                    "`{}` is a symlink: init writes the CI file only inside the repository, through real directories",
+                    at.display()
+                )));
+            }
+        }
+    }
     // Nothing the user has is overwritten: check every target first.
     for path in std::iter::once(&config).chain(ci_file.iter()) {
         if path.symlink_metadata().is_ok() {

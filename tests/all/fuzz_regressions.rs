@@ -37,6 +37,12 @@ fn an_archive_entry_that_cannot_be_unpacked_is_bad_data() {
             "entry `a` cannot be unpacked under its name",
         ),
         ("name-too-long.tar", "cannot be unpacked under its name"),
+        // `transcripts/x.json`, then `transcripts//x.json`: one file under
+        // two names, the second replacing the first on disk.
+        (
+            "one-file-under-two-names.tar",
+            "entry `transcripts//x.json` is not a plain relative path",
+        ),
     ] {
         let dir = tempdir();
         let archive = dir.path().join("in.tar");

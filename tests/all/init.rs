@@ -123,3 +123,33 @@ fn init_with_ci_writes_the_sharded_workflow() {
     let ci = std::fs::read_to_string(root.join("ci/agent-ledger.gitlab-ci.yml")).unwrap();
     assert!(ci.contains("--partition"), "{ci}");
 }
+
+/// A tracked `.github` (or `ci`, or `.github/workflows`) that is a symlink
+/// out of the repository: `init --ci` writes nothing there, nor the
+/// configuration.
+#[test]
+fn init_ci_does_not_follow_a_symlinked_directory_out_of_the_repository() {
+    for (ci, link, target_rel) in [
+        ("github", ".github", "workflows/agent-ledger.yml"),
+        ("github", ".github/workflows", "agent-ledger.yml"),
+        ("gitlab", "ci", "agent-ledger.gitlab-ci.yml"),
+    ] {
+        let repo = python_repo();
+        let root = repo.path();
+        let outside = plain_tempdir();
+        std::fs::create_dir_all(outside.path().join("workflows")).unwrap();
+        let link_path = root.join(link);
+        std::fs::create_dir_all(link_path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(outside.path(), &link_path).unwrap();
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "a link"]);
+        let out = run(root, &["init", "--ci", ci]);
+        assert_eq!(out.code, 65, "{link}: {}", out.stderr);
+        assert!(out.stderr.contains("is a symlink"), "{}", out.stderr);
+        assert!(
+            !outside.path().join(target_rel).exists(),
+            "{link}: written outside"
+        );
+        assert!(!root.join("agent-ledger.toml").exists());
+    }
+}
