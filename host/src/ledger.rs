@@ -217,10 +217,13 @@ impl Growing {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = partial.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
+        // Only its owner may read it while it grows: the whole body is
+        // masked (its decoded copies of the key too) only once it is whole,
+        // and a killed capture leaves the partial file as it was.
         let file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o644)
+            .mode(0o600)
             .open(partial)
             .map_err(|e| match e.kind() {
                 io::ErrorKind::AlreadyExists => Error::Exists {
@@ -229,8 +232,7 @@ impl Growing {
                 },
                 _ => Error::write(partial, e),
             })?;
-        // Stored files are ordinary readable files, whatever the umask.
-        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .map_err(|e| Error::write(partial, e))?;
         Ok(Growing {
             partial: partial.to_path_buf(),
@@ -261,6 +263,10 @@ impl Growing {
     pub fn finish(self) -> Result<()> {
         self.file
             .sync_all()
+            .map_err(|e| Error::write(&self.partial, e))?;
+        // Stored files are ordinary readable files, whatever the umask.
+        self.file
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
             .map_err(|e| Error::write(&self.partial, e))?;
         match fs::hard_link(&self.partial, &self.target) {
             Ok(()) => {}

@@ -26,6 +26,22 @@ const DIRS: &[&str] = &[
     "signatures",
 ];
 
+/// The files of a run, by directory: the run id followed by one of these.
+const RUN_FILES: &[(&str, &str)] = &[
+    ("transcripts", ".json"),
+    ("transcripts", ".patch"),
+    ("transcripts", ".response"),
+    ("transcripts", ".request"),
+    ("transcripts", ".trace.jsonl"),
+    ("fixtures", ".lock.json"),
+    ("properties", ".json"),
+    ("properties", ".junit.xml"),
+    ("properties", ".base-junit.xml"),
+    ("properties", ".eval.patch"),
+    ("verdicts", ".json"),
+    ("signatures", ".dsse.json"),
+];
+
 /// What a merge did.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Merged {
@@ -143,11 +159,16 @@ fn whole_runs(
         if rel.starts_with("objects/") {
             continue;
         }
-        let name = rel.split_once('/').map_or(rel.as_str(), |(_, n)| n);
-        if !runs.iter().any(|r| {
-            name.strip_prefix(r.as_str())
-                .is_some_and(|s| s.starts_with('.'))
-        }) {
+        let (dir, name) = rel.split_once('/').unwrap_or(("", rel.as_str()));
+        // Exactly a run id and one of the names the ledger gives a run's
+        // files in that directory: run ids may hold `.`, so a prefix would
+        // let run `t` claim `t.1.dsse.json`, run `t.1`'s signature.
+        let owned = RUN_FILES
+            .iter()
+            .filter(|(d, _)| *d == dir)
+            .filter_map(|(_, suffix)| name.strip_suffix(suffix))
+            .any(|run| runs.iter().any(|r| r == run));
+        if !owned {
             return Err(Error::data(
                 path,
                 format!(

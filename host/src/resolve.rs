@@ -330,6 +330,7 @@ impl TestEnvArgs {
             env: test_env(&self.vars, &config.env)?,
             log_parser: None,
             cache_dir,
+            echo: true,
         })
     }
 }

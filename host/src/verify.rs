@@ -518,6 +518,7 @@ impl Verifier<'_> {
             baseline: recorded.baseline.is_some(),
             log_parser,
             cache_dir: None,
+            echo: false,
             ..template.clone()
         };
         let eval_patch = match record.evaluation.as_ref().and_then(|e| e.patch.as_ref()) {

@@ -448,6 +448,25 @@ fn a_shard_cannot_add_files_to_a_run_it_does_not_hold_whole() {
     let out = merge(&[&honest, &junk], &[]);
     assert_eq!(out.code, 65, "{}", out.stderr);
     assert!(out.stderr.contains("belongs to no run"), "{}", out.stderr);
+    // Run ids may hold `.`: a shard holding run `r` cannot claim
+    // `signatures/r.x.dsse.json` (run `r.x`'s) or a file of a name the
+    // ledger never gives.
+    for stray in [
+        "signatures/r.x.dsse.json",
+        "signatures/r.sig",
+        "transcripts/r.extra",
+    ] {
+        let shard = scratch
+            .path()
+            .join(format!("claims-{}", stray.replace('/', "-")));
+        for (rel, bytes) in files(&honest) {
+            write(&shard.join(&rel), bytes);
+        }
+        write(&shard.join(stray), "{}");
+        let out = merge(&[&shard], &[]);
+        assert_eq!(out.code, 65, "{stray}: {}", out.stderr);
+        assert!(out.stderr.contains("belongs to no run"), "{}", out.stderr);
+    }
     // A verdict with nothing under it.
     let stray = scratch.path().join("stray");
     std::fs::create_dir_all(stray.join("verdicts")).unwrap();

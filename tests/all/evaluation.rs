@@ -679,3 +679,173 @@ fn the_test_command_runs_git_on_a_tree_that_holds_the_base_and_nothing_later() {
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert_eq!(record["test_run"]["exit_code"], 1, "{record:#}");
 }
+
+/// The test command sees the system directories, its tree and what
+/// `--test-ro` shows, nothing else: a dataset beside the checkout (which
+/// holds the upstream fix as its `patch`) is out of sight, so patched code
+/// cannot apply it at test time.
+#[test]
+fn a_dataset_outside_the_system_directories_is_out_of_sight() {
+    let repo = repo();
+    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dataset = data.path().join("dataset.jsonl");
+    write(&dataset, "{\"patch\": \"the upstream fix\"}\n");
+    let patch = patch_of(&repo, |root| write(&root.join("README.md"), "calc!\n"));
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(&config_file, "schema = 1\n[fixtures]\nnone = \"no data\"\n");
+    let script = format!(
+        "if cat {} 2>/dev/null; then echo dataset=seen; else echo dataset=hidden; fi; python3 run_tests.py",
+        dataset.display()
+    );
+    repo.check(
+        "r",
+        &[
+            "--test-cmd",
+            &script,
+            "--no-test-baseline",
+            "--config",
+            config_file.to_str().unwrap(),
+        ],
+    );
+    let record = repo.properties("r");
+    let stdout = record["test_run"]["stdout_tail"].as_str().unwrap_or("");
+    assert!(stdout.contains("dataset=hidden"), "{record:#}");
+    // Shown with --test-ro, it is there.
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "s", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    repo.check(
+        "s",
+        &[
+            "--test-cmd",
+            &script,
+            "--no-test-baseline",
+            "--test-ro",
+            data.path().to_str().unwrap(),
+            "--config",
+            config_file.to_str().unwrap(),
+        ],
+    );
+    let record = repo.properties("s");
+    let stdout = record["test_run"]["stdout_tail"].as_str().unwrap_or("");
+    assert!(stdout.contains("dataset=seen"), "{record:#}");
+}
+
+/// A checkout that is a worktree keeps its history in the main
+/// repository's git directory; the sandbox hides it wherever it lies, and
+/// `--test-ro` may not show it.
+#[test]
+fn a_worktrees_history_is_hidden_and_cannot_be_shown() {
+    let main = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = main.path();
+    write(&root.join("calc.py"), "def add(a, b):\n    return a - b\n");
+    write(
+        &root.join("agent-ledger.toml"),
+        "schema = 1\n[fixtures]\nnone = \"no data\"\n",
+    );
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    let base = git(root, &["rev-parse", "HEAD"]);
+    write(&root.join("calc.py"), "def add(a, b):\n    return a + b\n");
+    git(root, &["commit", "-q", "-am", "the upstream fix"]);
+    let wt_dir = tempdir();
+    let wt = wt_dir.path().join("wt");
+    git(
+        root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            wt.to_str().unwrap(),
+            &base,
+        ],
+    );
+    run_with_stdin(
+        &wt,
+        &["capture", "--run", "r", "--body", "-"],
+        Some(b"diff --git a/notes.txt b/notes.txt\nnew file mode 100644\nindex 0000000..8e27be7\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+text\n"),
+    )
+    .assert_code(0);
+    let out = run(
+        &wt,
+        &[
+            "check",
+            "--run",
+            "r",
+            "--base",
+            &base,
+            "--test-cmd",
+            "true",
+            "--test-ro",
+            root.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 64, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("which the test command's sandbox hides"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// The package that holds the evaluator's test module redirects where its
+/// modules load from (`__path__`), to a passing copy the agent added; or
+/// the patch ships compiled bytecode, which runs without its source: each
+/// is a miss of `evaluator_files`, so the trial is `reject`.
+#[test]
+fn a_package_that_redirects_the_evaluators_module_or_bytecode_is_reject() {
+    let fake = "import unittest\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        pass\n\n    def test_sub(self):\n        pass\n";
+    let repo = repo();
+    let (out, record) = evaluated(
+        &repo,
+        "r",
+        |root| {
+            write(
+                &root.join("tests/__init__.py"),
+                "import os\n__path__.insert(0, os.path.join(os.path.dirname(__file__), '..', 'compat'))\n",
+            );
+            write(&root.join("compat/test_calc.py"), fake);
+        },
+        &[],
+    );
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "evaluator_files",
+        "tests/__init__.py",
+        "changes the package that holds the evaluator's `tests/test_calc.py`",
+    );
+    let repo = self::repo();
+    let (out, record) = evaluated(
+        &repo,
+        "s",
+        |root| {
+            fix(root);
+            write(
+                &root.join("__pycache__/calc.cpython-311.pyc"),
+                "not really bytecode",
+            );
+        },
+        &[],
+    );
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "evaluator_files",
+        "__pycache__/calc.cpython-311.pyc",
+        "adds compiled bytecode",
+    );
+}

@@ -132,10 +132,61 @@ fn sleeping_does_not_stall_the_host() {
 
 #[test]
 fn a_sleeping_loop_still_burns_fuel() {
-    // Each sleep returns at once, so the loop exhausts its fuel (under a
-    // backstop generous enough for a loaded machine).
-    let (_, p) = hostile("sleep-loop", "fuel = 5000000\ntimeout_ms = 600000");
-    assert_error(&p, "fuel budget");
+    // Each sleep returns at once and its host calls cost fuel, so the loop
+    // exhausts its fuel long before the default backstop.
+    let (_, p) = hostile("sleep-loop", "fuel = 5000000");
+    assert_error(&p, "fuel budget of 5000000 exhausted");
+}
+
+/// Host calls are paid for in fuel: a thousand sleeps (a few host calls
+/// each, next to no wasm) cost at least a thousand times the flat charge.
+#[test]
+fn host_calls_are_charged_to_fuel() {
+    let (_, p) = hostile("host-calls", "");
+    assert_eq!(p["outcome"], "miss", "{p:#}");
+    let used = p["fuel_used"].as_u64().unwrap();
+    assert!(
+        used >= 1000 * agent_ledger::sandbox::HOSTCALL_FUEL,
+        "fuel used: {used}"
+    );
+}
+
+/// Load never changes a verdict: a plugin that makes the host read until
+/// its fuel is gone stops at the same place, with the same record, on an
+/// idle machine and on one whose cores are all busy.
+#[test]
+fn the_same_trial_under_heavy_load_gives_the_same_record() {
+    let run = || hostile("read-loop", "fuel = 300000000").1;
+    let idle = run();
+    assert_error(&idle, "fuel budget of 300000000 exhausted");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..4 * std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::black_box(0u64);
+                }
+            })
+        })
+        .collect();
+    let loaded = run();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    // The repositories differ (their commits' times), so the inputs do:
+    // everything the plugin's run decided must not.
+    for field in [
+        "outcome",
+        "error",
+        "fuel_used",
+        "findings",
+        "stdout",
+        "stderr",
+    ] {
+        assert_eq!(idle[field], loaded[field], "{field}");
+    }
 }
 
 #[test]

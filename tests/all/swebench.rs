@@ -284,3 +284,65 @@ fn every_value_filled_into_the_test_command_is_quoted() {
         "{line:#}"
     );
 }
+
+/// Two organisations' models with the same short name predict one
+/// instance: each gets a run of its own; one model predicting an instance
+/// twice is the error, naming it.
+#[test]
+fn models_whose_names_end_alike_get_distinct_runs() {
+    let dir = tempdir();
+    let d = dir.path();
+    write(
+        &d.join("dataset.jsonl"),
+        "{\"instance_id\":\"a__a-1\",\"repo\":\"a/a\",\"base_commit\":\"0\",\"test_patch\":\"\",\"FAIL_TO_PASS\":[],\"PASS_TO_PASS\":[]}\n",
+    );
+    write(
+        &d.join("c.toml"),
+        "schema = 1\ncheckout = \"{name}\"\n[[spec]]\nrepo = \"a/a\"\ntest_cmd = \"pytest {test_files}\"\n",
+    );
+    let import = |preds: &str, out: &str| {
+        write(&d.join("preds.jsonl"), preds);
+        run(
+            d,
+            &[
+                "swebench",
+                "import",
+                "--dataset",
+                "dataset.jsonl",
+                "--predictions",
+                "preds.jsonl",
+                "--config",
+                "c.toml",
+                "--out",
+                out,
+            ],
+        )
+    };
+    let out = import(
+        "{\"instance_id\":\"a__a-1\",\"model_name_or_path\":\"org-a/m\",\"model_patch\":\"\"}\n{\"instance_id\":\"a__a-1\",\"model_name_or_path\":\"org-b/m\",\"model_patch\":\"\"}\n",
+        "o",
+    );
+    out.assert_code(0);
+    let manifest = std::fs::read_to_string(d.join("o/manifest.jsonl")).unwrap();
+    let runs: std::collections::BTreeSet<String> = manifest
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["run"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(runs.len(), 2, "{manifest}");
+    let out = import(
+        "{\"instance_id\":\"a__a-1\",\"model_name_or_path\":\"org-a/m\",\"model_patch\":\"\"}\n{\"instance_id\":\"a__a-1\",\"model_name_or_path\":\"org-a/m\",\"model_patch\":\"\"}\n",
+        "p",
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("model `org-a/m` predicts instance `a__a-1` twice"),
+        "{}",
+        out.stderr
+    );
+}

@@ -513,6 +513,8 @@ fn check_trial(
                     .as_deref()
                     .and_then(crate::logparse::LogParser::parse),
                 cache_dir: options.cache_dir.clone(),
+                // One line per trial, not every trial's suite.
+                echo: false,
             }),
         now: None,
         evaluation,

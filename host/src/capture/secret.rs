@@ -255,9 +255,9 @@ pub fn mask_decoded(body: &mut [u8], key: &[u8]) -> usize {
 }
 
 /// Whether `key` is still in anything the extractor finds in `body` read
-/// as `format` (the patch, the model, the completion id, the reasons'
-/// messages, an error payload's message): an encoding the masks above do
-/// not know.
+/// as `format` (the patch and its paths as git unquotes them, the model,
+/// the completion id, the reasons' messages, an error payload's message):
+/// an encoding the masks above do not know.
 pub fn still_in(format: crate::provider::BodyFormat, body: &[u8], key: &[u8]) -> bool {
     if key.is_empty() {
         return false;
@@ -265,6 +265,9 @@ pub fn still_in(format: crate::provider::BodyFormat, body: &[u8], key: &[u8]) ->
     let has = |bytes: &[u8]| bytes.windows(key.len()).any(|w| w == key);
     let found = crate::provider::extract(format, body);
     has(&found.patch)
+        // The diff's paths as git (and replay) unquote them: `"\163\153..."`
+        // spells the key in octal escapes that only decoding shows.
+        || crate::diff::header_paths(&found.patch, 0).iter().any(|p| has(p))
         || found.model.as_deref().is_some_and(|m| has(m.as_bytes()))
         || found
             .completion_id
@@ -299,6 +302,25 @@ mod tests {
             assert_eq!(stored, want, "chunks of {size}");
             assert_eq!(masker.found, 2, "chunks of {size}");
         }
+    }
+
+    #[test]
+    fn a_key_spelled_in_a_git_quoted_path_is_found_after_unquoting() {
+        let octal: String = KEY.iter().map(|b| format!("\\{b:03o}")).collect();
+        let body = format!(
+            "diff --git \"a/{octal}\" \"b/{octal}\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/{octal}\"\n@@ -0,0 +1 @@\n+x\n"
+        );
+        assert!(!body.as_bytes().windows(KEY.len()).any(|w| w == KEY));
+        assert!(still_in(
+            crate::provider::BodyFormat::Raw,
+            body.as_bytes(),
+            KEY
+        ));
+        assert!(!still_in(
+            crate::provider::BodyFormat::Raw,
+            b"diff --git a/x b/x\n",
+            KEY
+        ));
     }
 
     #[test]

@@ -564,6 +564,7 @@ fn run_sandboxed(
         shown: &[],
         scratch: tmp.path(),
         network: how.allow_network,
+        system_only: false,
         // The agent writes the operator's own workspace (see SECURITY.md
         // for what that means as root).
         host_user: None,

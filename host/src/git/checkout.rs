@@ -140,12 +140,17 @@ impl Checkout {
             .spawn()
             .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
         let names = list.stdout.take().expect("piped");
+        // Written by us, then indexed in place: `pack-objects DIR/pack`
+        // would make its temp file in the repository's object directory and
+        // rename it across filesystems (a tmpfs `/tmp`), which fails.
+        let pack = dir.join("pack-snapshot.pack");
+        let file = std::fs::File::create(&pack).map_err(|e| Error::write(&pack, e))?;
         let packed = run(
             self.repo
                 .command()
-                .args(["pack-objects", "-q"])
-                .arg(dir.join("pack"))
-                .stdin(Stdio::from(names)),
+                .args(["pack-objects", "-q", "--stdout"])
+                .stdin(Stdio::from(names))
+                .stdout(Stdio::from(file)),
             "pack-objects",
         );
         let listed = list
@@ -154,7 +159,12 @@ impl Checkout {
         if !listed.status.success() {
             return Err(super::git_error("rev-list", &listed));
         }
-        packed.map(drop)
+        packed?;
+        run(
+            self.repo.command().arg("index-pack").arg(&pack),
+            "index-pack",
+        )
+        .map(drop)
     }
 
     /// Makes `tree/.git` a repository of its own, so that a test command

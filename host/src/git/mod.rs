@@ -135,6 +135,35 @@ impl Repo {
         &self.git_dir
     }
 
+    /// Every directory that holds this repository's history: its git
+    /// directory, the common directory of a worktree (the objects'
+    /// parent), the object directory and each alternate it names (one
+    /// level: an alternate's own alternates are listed too). What the test
+    /// command must never see, wherever they lie.
+    pub fn history_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.git_dir.clone(), self.objects.clone()];
+        dirs.extend(self.objects.parent().map(Path::to_path_buf));
+        let mut pending = vec![self.objects.clone()];
+        while let Some(objects) = pending.pop() {
+            let Ok(text) = std::fs::read_to_string(objects.join("info").join("alternates")) else {
+                continue;
+            };
+            for line in text.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let alt = objects.join(line);
+                let alt = alt.canonicalize().unwrap_or(alt);
+                if dirs.len() < 64 && !dirs.contains(&alt) {
+                    dirs.extend(alt.parent().map(Path::to_path_buf));
+                    dirs.push(alt.clone());
+                    pending.push(alt);
+                }
+            }
+        }
+        dirs
+    }
+
     pub fn open(root: &Path) -> Result<Repo> {
         let out = command()
             .arg("-C")

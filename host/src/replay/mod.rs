@@ -423,7 +423,7 @@ impl Session<'_, '_> {
         {
             record
                 .properties
-                .push(evaluator_files(evaluation, &changes));
+                .push(evaluator_files(evaluation, &changes, &patched.tree));
         }
 
         // Drift: the fixtures are compared before any property is trusted.
@@ -666,6 +666,7 @@ pub const EVALUATOR_FILES: &str = "evaluator_files";
 fn evaluator_files(
     evaluation: &mut crate::record::Evaluation,
     changes: &[Change],
+    tree: &Path,
 ) -> PropertyResult {
     let mut overwritten: Vec<String> = changes
         .iter()
@@ -680,9 +681,21 @@ fn evaluator_files(
     // `tests/test_x.so`, `tests/__pycache__/test_x.*.pyc`. The evaluator's
     // file would then never run, whatever it says.
     let mut shadows: Vec<(String, String)> = Vec::new();
+    let mut redirects: Vec<(String, String)> = Vec::new();
+    let mut bytecode: Vec<String> = Vec::new();
     for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
         if let Some(e) = evaluation.paths.iter().find(|e| shadows_path(&c.path, e)) {
             shadows.push((c.path.clone(), e.clone()));
+        } else if evaluation.paths.binary_search(&c.path).is_ok() {
+            // The evaluator's own file: replaced before the tests run.
+        } else if let Some(e) = evaluation
+            .paths
+            .iter()
+            .find(|e| redirects_package(&c.path, e, tree))
+        {
+            redirects.push((c.path.clone(), e.clone()));
+        } else if is_bytecode(&c.path) {
+            bytecode.push(c.path.clone());
         }
     }
     let mut result = property::host_result(EVALUATOR_FILES);
@@ -703,16 +716,27 @@ fn evaluator_files(
             frozen: true,
         })
         .collect();
-    if !shadows.is_empty() {
+    let miss = |path: String, message: String| Finding {
+        path,
+        line: None,
+        message,
+        frozen: false,
+    };
+    result.findings.extend(shadows.into_iter().map(|(path, evaluated)| {
+        miss(path, format!(
+            "the agent's patch adds this path, which a test runner loads instead of the evaluator's `{evaluated}`: the evaluator's tests would not run"
+        ))
+    }));
+    result.findings.extend(redirects.into_iter().map(|(path, evaluated)| {
+        miss(path, format!(
+            "the agent's patch changes the package that holds the evaluator's `{evaluated}` (its `__init__`) in a way that can load its modules from elsewhere: the evaluator's tests might not run"
+        ))
+    }));
+    result.findings.extend(bytecode.into_iter().map(|path| {
+        miss(path, "the agent's patch adds compiled bytecode, which an interpreter can load without (or instead of) its source: what runs is not what the patch shows".into())
+    }));
+    if result.findings.iter().any(|f| !f.frozen) {
         result.outcome = Outcome::Miss;
-        result.findings.extend(shadows.into_iter().map(|(path, evaluated)| Finding {
-            path,
-            line: None,
-            message: format!(
-                "the agent's patch adds this path, which a test runner loads instead of the evaluator's `{evaluated}`: the evaluator's tests would not run"
-            ),
-            frozen: false,
-        }));
         result.findings.sort();
     }
     evaluation.agent_overwritten = overwritten;
@@ -741,6 +765,58 @@ fn shadows_path(path: &str, eval: &str) -> bool {
             || rest.starts_with(&format!("__pycache__/{name}.")))
 }
 
+/// Whether `path` is the `__init__` (source or compiled) of a package that
+/// holds the evaluator's file `eval`, changed so that it could load its
+/// modules from elsewhere: any change to the package right above `eval`,
+/// and, for packages further up, one whose new text touches the import
+/// machinery (`__path__`, `meta_path`, `path_hooks`, ...). A legitimate
+/// fix may edit an outer package's exports; it rarely rewires imports.
+fn redirects_package(path: &str, eval: &str, tree: &Path) -> bool {
+    let (pdir, pfile) = path.rsplit_once('/').map_or(("", path), |(d, f)| (d, f));
+    if !pfile.starts_with("__init__.") {
+        return false;
+    }
+    let pkg = match pdir.strip_suffix("__pycache__") {
+        Some(p) => p.trim_end_matches('/'),
+        None => pdir,
+    };
+    let eval_dir = eval.rsplit_once('/').map_or("", |(d, _)| d);
+    let holds = pkg.is_empty() || eval_dir == pkg || eval_dir.starts_with(&format!("{pkg}/"));
+    if !holds {
+        return false;
+    }
+    if eval_dir == pkg || pdir.ends_with("__pycache__") {
+        return true;
+    }
+    const IMPORT_MACHINERY: &[&str] = &[
+        "__path__",
+        "meta_path",
+        "path_hooks",
+        "path_importer_cache",
+        "extend_path",
+        "spec_from_file_location",
+        "sys.modules",
+        "importlib",
+        "__import__",
+    ];
+    match std::fs::read(tree.join(path)) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            IMPORT_MACHINERY.iter().any(|m| text.contains(m))
+        }
+        Err(_) => true,
+    }
+}
+
+/// Compiled Python a patch adds: `.pyc`/`.pyo` files, anything in a
+/// `__pycache__`.
+fn is_bytecode(path: &str) -> bool {
+    path.ends_with(".pyc")
+        || path.ends_with(".pyo")
+        || path.starts_with("__pycache__/")
+        || path.contains("/__pycache__/")
+}
+
 /// Why a run that wrote no report is not judged: its exit status, the last
 /// lines it printed, and, when the shell did not find the command, what
 /// the sandbox hides.
@@ -766,7 +842,7 @@ fn no_report(run: &TestRun) -> String {
     }
     if run.exit_code == Some(127) || last.iter().any(|l| l.contains("not found")) {
         msg.push_str(&format!(
-            "; a command was not found: the sandbox hides $HOME{} and only shows `PATH` from this environment: show an interpreter or a virtualenv read-only with `--test-ro PATH` and pass variables with `--test-env NAME`",
+            "; a command was not found: the sandbox shows only the system directories (/usr, /bin, /lib, /etc, /opt, ...), hides $HOME{} and only shows `PATH` from this environment: show an interpreter, a virtualenv or a data directory read-only with `--test-ro PATH` and pass variables with `--test-env NAME`",
             std::env::var("HOME").map(|h| format!(" ({h})")).unwrap_or_default()
         ));
     }

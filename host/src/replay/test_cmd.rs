@@ -120,6 +120,9 @@ pub struct TestCommand {
     /// Where base-revision runs are cached across processes (the compile
     /// cache's directory; `None` with `--no-cache`): see `baselines`.
     pub cache_dir: Option<PathBuf>,
+    /// Copy the trial's run (never the baseline's) to our stderr, escaped:
+    /// `check` does; `batch` shows one line per trial instead.
+    pub echo: bool,
 }
 
 impl TestCommand {
@@ -175,7 +178,7 @@ pub fn run_tests(
     let co = repo.checkout(base, &tmp.path().join("tests"))?;
     // The trial's run is shown; the baseline's output is counted, not
     // shown (it would only repeat the suite).
-    let echo = patch.is_some();
+    let echo = test.echo && patch.is_some();
     if let Some((patch, strip)) = patch {
         let patch_file = tmp.path().join("patch.diff");
         write_file(&patch_file, patch)?;
@@ -221,6 +224,10 @@ pub fn run_tests(
     }
     let mut hidden = test.hidden.clone();
     hidden.push(repo.root.clone());
+    // The history too, wherever it lies (a worktree's common directory, a
+    // separate git directory, alternates): it holds commits later than
+    // the base.
+    hidden.extend(repo.history_dirs());
     hidden.push(ledger_root.to_path_buf());
     hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
     hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
@@ -243,6 +250,7 @@ pub fn run_tests(
         shown: &shown,
         scratch: &jail_scratch,
         network: false,
+        system_only: true,
         host_user,
     };
     let env = |home: &str| -> Vec<(String, String)> {
@@ -476,6 +484,12 @@ pub(crate) struct Jail<'a> {
     /// Keep the host's network (`trace exec --allow-network`); otherwise a
     /// network namespace of its own with only a loopback that is down.
     pub network: bool,
+    /// Show only the system directories ([`SYSTEM_DIRS`]) of the host, not
+    /// every other top-level directory: the test command's view, where
+    /// nothing but the tree, the system and `--test-ro` paths is visible (a
+    /// dataset holding the upstream fix, other models' predictions, data
+    /// directories). `trace exec` keeps the wider view.
+    pub system_only: bool,
     /// The host uid (and gid) to make the sandbox as, when this process is
     /// root ([`SANDBOX_HOST_ID`]): the thread that makes it drops to that
     /// user first, so the sandbox's user namespace belongs to it and its
@@ -483,6 +497,13 @@ pub(crate) struct Jail<'a> {
     /// `report_dir` and `scratch` must be that user's.
     pub host_user: Option<u32>,
 }
+
+/// The top-level directories the test command sees ([`Jail::system_only`]):
+/// programs, libraries and system configuration. Anything else it needs (a
+/// virtualenv, a toolchain, a data directory) is shown with `--test-ro`.
+const SYSTEM_DIRS: &[&str] = &[
+    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "nix",
+];
 
 /// Top-level directories never bound into the sandbox: made fresh
 /// (`/proc`, `/dev`, `/tmp`), or nobody's business (homes, runtime sockets,
@@ -525,7 +546,9 @@ impl Jail<'_> {
             let entry = entry.map_err(|e| Error::read(root, e))?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if NOT_BOUND.contains(&name.as_ref()) {
+            if NOT_BOUND.contains(&name.as_ref())
+                || (self.system_only && !SYSTEM_DIRS.contains(&name.as_ref()))
+            {
                 continue;
             }
             let path = entry.path();

@@ -37,6 +37,9 @@ pub(super) struct FsState {
     origins: HashMap<u32, Origin>,
     open: usize,
     cap: usize,
+    /// Bytes of host work done since the last host call returned (file
+    /// reads), charged to fuel by the store's call hook.
+    pub(super) host_work: u64,
 }
 
 struct Origin {
@@ -52,6 +55,7 @@ impl FsState {
             origins: HashMap::new(),
             open: 0,
             cap,
+            host_work: 0,
         }
     }
 }
@@ -265,6 +269,12 @@ impl fs::HostDescriptor for DeterministicFs<'_> {
         });
         // An unreadable name (not UTF-8) is reported after every good one.
         entries.extend(errors);
+        // The whole directory is read and sorted in this one call: paid for
+        // per entry, as a read of that many names.
+        self.state.host_work = self
+            .state
+            .host_work
+            .saturating_add((entries.len() as u64).saturating_mul(super::FUEL_PER_DIR_ENTRY));
         let sorted = self.inner.table.push(SortedEntries(entries.into_iter()))?;
         Ok(Resource::new_own(sorted.rep()))
     }
@@ -310,7 +320,12 @@ impl fs::HostDescriptor for DeterministicFs<'_> {
         len: fs::Filesize,
         offset: fs::Filesize,
     ) -> FsResult<(Vec<u8>, bool)> {
-        Inner::read(&mut self.inner, fd, len, offset)
+        // A short read is allowed (`end-of-stream` false): one call does
+        // at most 64 KiB of host work, paid for in fuel.
+        let len = len.min(super::HOST_CALL_BYTES);
+        let (bytes, end) = Inner::read(&mut self.inner, fd, len, offset)?;
+        self.state.host_work = self.state.host_work.saturating_add(bytes.len() as u64);
+        Ok((bytes, end))
     }
 
     fn write(

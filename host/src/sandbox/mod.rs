@@ -14,8 +14,14 @@
 //!   guest sleeps (sleeping returns at once), and seeded randomness;
 //! - file metadata with nothing of the host in it (`fs`): fixed timestamps,
 //!   link counts of 1, metadata hashes from paths, sorted directory entries;
-//! - a fuel budget (deterministic: it is recorded), an epoch-based wall-clock
-//!   backstop, a stack cap, and caps that are totals per plugin instance:
+//! - a fuel budget (deterministic: it is recorded) that host calls draw on
+//!   too ([`HOSTCALL_FUEL`] each, plus [`FUEL_PER_HOST_BYTE`] for each byte a
+//!   file read returns and 1 KiB's worth for each entry of a directory read
+//!   whole; every other call's host work is capped at 64 KiB), so the
+//!   work a plugin makes the host do is paid for in fuel and load cannot
+//!   change where it stops; an epoch-based wall-clock backstop far above
+//!   what any default budget reaches; a stack cap, and caps that are totals
+//!   per plugin instance:
 //!   memory (all memories and tables, `limiter`), open descriptors and
 //!   resource handles, stdout/stderr, and findings.
 //!
@@ -61,6 +67,17 @@ use bindings::agent_ledger::property::types as wit;
 
 /// The fixed wall clock every property sees: 2000-01-01T00:00:00Z.
 pub const FIXED_WALL_CLOCK_SECS: u64 = 946_684_800;
+/// Fuel one host call costs, whatever it does: about what 64 KiB of host
+/// work (the most one call may ask for: reads and random bytes are capped
+/// there) costs in wasm instructions on a current core.
+pub const HOSTCALL_FUEL: u64 = 50_000;
+/// Fuel for each byte a file read returns, on top of [`HOSTCALL_FUEL`].
+pub const FUEL_PER_HOST_BYTE: u64 = 1;
+/// Host work a directory entry costs when `read-directory` reads and sorts
+/// a whole directory in one call (as bytes of a read: a name and its stat).
+const FUEL_PER_DIR_ENTRY: u64 = 1024;
+/// The most one host call may produce: random bytes, a file read.
+const HOST_CALL_BYTES: u64 = 64 << 10;
 /// How often the epoch advances for the wall-clock backstop.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Bytes of stdout/stderr kept in the property record.
@@ -98,7 +115,10 @@ impl Default for Limits {
         Limits {
             fuel: 4_000_000_000,
             memory_bytes: 256 << 20,
-            wall: Duration::from_secs(30),
+            // The default fuel runs out in seconds, host calls included (4e9
+            // fuel is at most 80,000 host calls of at most 64 KiB each):
+            // this backstop is for a machine loaded many times over.
+            wall: Duration::from_secs(120),
             output_bytes: 1 << 20,
             descriptors: 64,
             handles: 4096,
@@ -526,6 +546,7 @@ impl Sandbox {
         b.insecure_random_seed(u128::from_le_bytes(
             seed[..16].try_into().expect("16 bytes"),
         ));
+        b.max_random_size(HOST_CALL_BYTES);
         if let Some((out, err)) = pipes {
             b.stdout(out.clone());
             b.stderr(err.clone());
@@ -549,6 +570,24 @@ impl Sandbox {
         store.set_max_component_handles(limits.handles);
         store.set_hostcall_fuel(limits.hostcall_bytes());
         store.set_fuel(limits.fuel)?;
+        // Host calls draw on the fuel: a flat cost on the way in, the work
+        // they did (bytes read) on the way out.
+        store.call_hook(|mut ctx, hook| {
+            let cost = match hook {
+                wasmtime::CallHook::CallingHost => HOSTCALL_FUEL,
+                wasmtime::CallHook::ReturningFromHost => {
+                    std::mem::take(&mut ctx.data_mut().fs.host_work)
+                        .saturating_mul(FUEL_PER_HOST_BYTE)
+                }
+                _ => return Ok(()),
+            };
+            let left = ctx.get_fuel()?;
+            if cost > left {
+                ctx.set_fuel(0)?;
+                return Err(wasmtime::Trap::OutOfFuel.into());
+            }
+            ctx.set_fuel(left - cost)
+        });
         let ticks = (limits.wall.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
         store.set_epoch_deadline(ticks);
         store.epoch_deadline_trap();

@@ -321,6 +321,11 @@ pub fn test_files(test_patch: &str) -> Vec<String> {
 }
 
 /// A run id for a model's prediction of an instance.
+/// A model's name without its organisation (`org/name` is `name`).
+fn short_model(model: &str) -> &str {
+    model.rsplit('/').next().unwrap_or(model)
+}
+
 fn run_id(model: &str, instance: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
@@ -333,7 +338,7 @@ fn run_id(model: &str, instance: &str) -> String {
             })
             .collect()
     };
-    let model = clean(model.rsplit('/').next().unwrap_or(model));
+    let model = clean(short_model(model));
     let mut id = format!(
         "{}__{}",
         model.trim_start_matches(|c: char| !c.is_ascii_alphanumeric()),
@@ -417,16 +422,32 @@ pub fn import(
                 ),
             )
         })?;
-        let run = run_id(&p.model, &p.instance_id);
-        if let Some(first) = runs.insert(run.clone(), p.instance_id.clone()) {
-            return Err(Error::data(
-                predictions,
-                format!(
-                    "model `{}` predicts instance `{first}` twice (run id `{run}`)",
-                    p.model
-                ),
-            ));
+        let mut run = run_id(&p.model, &p.instance_id);
+        if let Some((model, _)) = runs.get(&run) {
+            if *model == p.model {
+                return Err(Error::data(
+                    predictions,
+                    format!(
+                        "model `{}` predicts instance `{}` twice (run id `{run}`)",
+                        p.model, p.instance_id
+                    ),
+                ));
+            }
+            // Two models whose names end alike (`org-a/m`, `org-b/m`): the
+            // later one's id names its whole name by digest.
+            let digest = crate::digest::sha256_hex(p.model.as_bytes());
+            run = run_id(
+                &format!("{}-{}", short_model(&p.model), &digest[..8]),
+                &p.instance_id,
+            );
+            if runs.contains_key(&run) {
+                return Err(Error::data(
+                    predictions,
+                    format!("run id `{run}` of model `{}` is taken", p.model),
+                ));
+            }
         }
+        runs.insert(run.clone(), (p.model.clone(), p.instance_id.clone()));
         let files = test_files(&i.test_patch);
         let modules: Vec<String> = files
             .iter()

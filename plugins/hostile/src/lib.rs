@@ -106,6 +106,18 @@ impl Guest for Hostile {
             "sleep-loop" => loop {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             },
+            // A thousand sleeps (each a few host calls, almost no wasm),
+            // then a finding: its fuel is what the host calls cost.
+            "host-calls" => {
+                for _ in 0..1000 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Ok(Outcome::Miss(vec![finding("", None, "slept 1000 times")]))
+            }
+            // Reads a file again and again: host work until the fuel ends.
+            "read-loop" => loop {
+                black_box(std::fs::read("/patched/src/retry.py").map(|b| b.len()).ok());
+            },
             "memory" => {
                 let mut hoard: Vec<Vec<u8>> = Vec::new();
                 loop {

@@ -39,10 +39,17 @@ fn part(path: &str) -> Option<Part> {
             .iter()
             .any(|p| name.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
     };
+    // Python runs `sitecustomize` and `usercustomize` at startup in
+    // whatever form it finds them: a module, a package, bytecode, an
+    // extension module.
+    let startup = ["sitecustomize", "usercustomize"];
+    let stem = name.split('.').next().unwrap_or(name);
+    if startup.contains(&stem) || dirs.split('/').any(|d| startup.contains(&d)) {
+        return Some(Part::Whole("Python's startup"));
+    }
     Some(match name {
-        "pytest.ini" | ".pytest.ini" => Part::Whole("pytest"),
+        "pytest.ini" | ".pytest.ini" | "pytest.toml" | ".pytest.toml" => Part::Whole("pytest"),
         "conftest.py" => Part::Whole("pytest (conftest.py hooks and collect_ignore)"),
-        "sitecustomize.py" | "usercustomize.py" => Part::Whole("Python's startup"),
         _ if name.ends_with(".pth") => Part::Whole("Python's startup"),
         "pyproject.toml" => Part::Toml(PYPROJECT),
         "setup.cfg" => Part::Ini(SETUP_CFG),
@@ -534,6 +541,11 @@ mod tests {
             "spec/support/jasmine.json",
             ".cargo/config.toml",
             "site/sitecustomize.py",
+            "src/sitecustomize/__init__.py",
+            "src/sitecustomize.pyc",
+            "src/__pycache__/usercustomize.cpython-311.pyc",
+            "lib/sitecustomize.cpython-311-x86_64-linux-gnu.so",
+            "pytest.toml",
             "lib/evil.pth",
         ] {
             finds(path, Some("a"), Some("b"), "changed");
