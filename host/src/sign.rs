@@ -195,6 +195,15 @@ fn decode_either(text: &str) -> Option<Vec<u8>> {
 /// claims, for comparing with the records it names (`merge` without a
 /// trusted key). Never a reason to trust it.
 pub fn claimed(bytes: &[u8]) -> std::result::Result<serde_json::Value, String> {
+    let (env, payload) = envelope(bytes)?;
+    if env.signatures.is_empty() {
+        return Err("the envelope holds no signature".into());
+    }
+    serde_json::from_slice(&payload).map_err(|e| format!("signed payload is not JSON: {e}"))
+}
+
+/// An envelope of our payload type and its decoded payload.
+fn envelope(bytes: &[u8]) -> std::result::Result<(Envelope, Vec<u8>), String> {
     let env: Envelope =
         serde_json::from_slice(bytes).map_err(|e| format!("not a DSSE envelope: {e}"))?;
     if env.payload_type != PAYLOAD_TYPE {
@@ -203,26 +212,15 @@ pub fn claimed(bytes: &[u8]) -> std::result::Result<serde_json::Value, String> {
             env.payload_type
         ));
     }
-    if env.signatures.is_empty() {
-        return Err("the envelope holds no signature".into());
-    }
     let payload = decode_either(&env.payload).ok_or_else(|| "payload is not base64".to_string())?;
-    serde_json::from_slice(&payload).map_err(|e| format!("signed payload is not JSON: {e}"))
+    Ok((env, payload))
 }
 
 pub fn open(
     bytes: &[u8],
     trusted: &[VerifyingKey],
 ) -> std::result::Result<serde_json::Value, String> {
-    let env: Envelope =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a DSSE envelope: {e}"))?;
-    if env.payload_type != PAYLOAD_TYPE {
-        return Err(format!(
-            "payload type `{}` is not `{PAYLOAD_TYPE}`",
-            env.payload_type
-        ));
-    }
-    let payload = decode_either(&env.payload).ok_or_else(|| "payload is not base64".to_string())?;
+    let (env, payload) = envelope(bytes)?;
     let message = pae(&env.payload_type, &payload);
     let valid = env.signatures.iter().any(|s| {
         let Some(raw) = decode_either(&s.sig) else {

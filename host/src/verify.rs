@@ -412,44 +412,31 @@ impl<'a> Verifier<'a> {
         props: &Loaded<PropertyRecord>,
         patch: &[u8],
     ) -> Result<()> {
-        let objects = self.ledger.objects();
         let record = &props.record;
-        let config = self.archived_config(record)?;
         let stored = |j: &Option<crate::record::StoredFile>| -> Result<_> {
             Ok(match j {
                 Some(j) => Some((j.clone(), read_stored(&props.path, j)?)),
                 None => None,
             })
         };
-        let junit = stored(&record.junit)?;
-        let base_junit = stored(&record.base_junit)?;
-        let now = crate::clock::parse_time(&record.now)
-            .map_err(|e| Error::data(&props.path, format!("field `now`: {e}")))?;
         let trees = TrialTrees::new(repo, &record.base_revision)?;
-        let again = replay::run(
-            &Replay {
-                source: Source::Archive {
-                    objects: &objects,
-                    record,
-                },
-                run,
+        let again = self.archived_replay(
+            Archived {
                 repo,
-                base: &record.base_revision,
-                config: &config,
-                ledger_root: self.ledger.root(),
-                transcript,
-                patch,
-                lock,
                 sandbox,
-                now,
-                junit,
-                test_run: record.test_run.clone(),
-                base_junit,
-                test_command: record.test_run.as_ref().map(|r| r.command.as_str()),
-                network: record.network.clone(),
-                evaluation: record.evaluation.as_ref(),
+                run,
+                transcript,
+                lock,
+                props,
+                patch,
+                trees: &trees,
             },
-            &trees,
+            (
+                stored(&record.junit)?,
+                record.test_run.clone(),
+                stored(&record.base_junit)?,
+            ),
+            None,
         )?;
         let stored = crate::input::read_file(&props.path, crate::input::RECORD_CAP)?;
         if ledger::to_bytes(&again.record) != stored {
@@ -462,7 +449,68 @@ impl<'a> Verifier<'a> {
     }
 }
 
+/// What re-running an archived replay works on.
+struct Archived<'r> {
+    repo: &'r Repo,
+    sandbox: &'r Sandbox,
+    run: &'r RunId,
+    transcript: &'r Loaded<TranscriptReceipt>,
+    lock: &'r Loaded<FixtureLock>,
+    props: &'r Loaded<PropertyRecord>,
+    patch: &'r [u8],
+    trees: &'r TrialTrees,
+}
+
+/// A replay's reports and test run (the report, the run, the base's report).
+type Reports = (
+    Option<(crate::record::StoredFile, Vec<u8>)>,
+    Option<crate::record::TestRun>,
+    Option<(crate::record::StoredFile, Vec<u8>)>,
+);
+
 impl Verifier<'_> {
+    /// The replay of an archived run again, from its stored configuration
+    /// and instant, with `reports` (or, with `tests`, the test command run
+    /// again): the property record it gives.
+    fn archived_replay(
+        &self,
+        a: Archived<'_>,
+        (junit, test_run, base_junit): Reports,
+        tests: Option<&dyn Fn() -> Result<crate::replay::Tested>>,
+    ) -> Result<replay::Replayed> {
+        let record = &a.props.record;
+        let objects = self.ledger.objects();
+        let config = self.archived_config(record)?;
+        let now = crate::clock::parse_time(&record.now)
+            .map_err(|e| Error::data(&a.props.path, format!("field `now`: {e}")))?;
+        replay::run_with_tests(
+            &Replay {
+                source: Source::Archive {
+                    objects: &objects,
+                    record,
+                },
+                run: a.run,
+                repo: a.repo,
+                base: &record.base_revision,
+                config: &config,
+                ledger_root: self.ledger.root(),
+                transcript: a.transcript,
+                patch: a.patch,
+                lock: a.lock,
+                sandbox: a.sandbox,
+                now,
+                junit,
+                test_run,
+                base_junit,
+                test_command: record.test_run.as_ref().map(|r| r.command.as_str()),
+                network: record.network.clone(),
+                evaluation: record.evaluation.as_ref(),
+            },
+            a.trees,
+            tests,
+        )
+    }
+
     /// The configuration a property record names, from the object store.
     fn archived_config(&self, record: &PropertyRecord) -> Result<config::Loaded> {
         let objects = self.ledger.objects();
@@ -582,34 +630,18 @@ impl Verifier<'_> {
                 base_junit,
             })
         };
-        let objects = self.ledger.objects();
-        let config = self.archived_config(record)?;
-        let now = crate::clock::parse_time(&record.now)
-            .map_err(|e| Error::data(&props.path, format!("field `now`: {e}")))?;
-        let again = replay::run_with_tests(
-            &Replay {
-                source: Source::Archive {
-                    objects: &objects,
-                    record,
-                },
-                run,
+        let again = self.archived_replay(
+            Archived {
                 repo,
-                base: &record.base_revision,
-                config: &config,
-                ledger_root: self.ledger.root(),
-                transcript,
-                patch,
-                lock,
                 sandbox,
-                now,
-                junit: None,
-                test_run: None,
-                base_junit: None,
-                test_command: Some(recorded.command.as_str()),
-                network: record.network.clone(),
-                evaluation: record.evaluation.as_ref(),
+                run,
+                transcript,
+                lock,
+                props,
+                patch,
+                trees: &trees,
             },
-            &trees,
+            (None, None, None),
             Some(&tests),
         )?;
         let outcomes = |r: &PropertyRecord| -> Vec<(String, String)> {

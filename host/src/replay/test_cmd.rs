@@ -610,12 +610,17 @@ impl Jail<'_> {
         // Each hidden directory is a read-only bind of an empty directory of
         // its own (an empty tmpfs would be writable by the command, and
         // could not hold the mount points of a tree below it).
-        for (i, hide) in self.hidden.iter().enumerate() {
-            // Canonical, because the sandbox mirrors the real directories.
-            let Ok(hide) = std::fs::canonicalize(hide) else {
-                continue;
-            };
-            if FRESH.iter().any(|f| hide == Path::new(f)) || hide == root || !hide.is_dir() {
+        // Canonical, because the sandbox mirrors the real directories; one
+        // inside another hidden one is hidden with it (binding it too would
+        // make its mount point appear in the empty directory).
+        let hidden: Vec<PathBuf> = self
+            .hidden
+            .iter()
+            .filter_map(|h| std::fs::canonicalize(h).ok())
+            .filter(|h| !FRESH.iter().any(|f| h == Path::new(f)) && h != root && h.is_dir())
+            .collect();
+        for (i, hide) in hidden.iter().enumerate() {
+            if hidden.iter().any(|h| h != hide && hide.starts_with(h)) {
                 continue;
             }
             let empty = self.scratch.join(format!("hidden-{i}"));
