@@ -826,7 +826,7 @@ fn a_package_that_redirects_the_evaluators_module_or_bytecode_is_reject() {
         &record,
         "evaluator_files",
         "tests/__init__.py",
-        "changes the package that holds the evaluator's `tests/test_calc.py`",
+        "changes a package that holds the evaluator's `tests/test_calc.py`",
     );
     let repo = self::repo();
     let (out, record) = evaluated(
@@ -847,5 +847,65 @@ fn a_package_that_redirects_the_evaluators_module_or_bytecode_is_reject() {
         "evaluator_files",
         "__pycache__/calc.cpython-311.pyc",
         "adds compiled bytecode",
+    );
+}
+
+/// A module the test command runs with `python -m` (here `unittest`, which
+/// the base does not have) is the runner's, in every form Python imports:
+/// a patch that adds `unittest.py` (cwd comes first on `sys.path`) is
+/// refused before anything runs.
+#[test]
+fn a_patch_that_adds_the_module_the_command_runs_is_refused() {
+    for added in [
+        "unittest.py",
+        "unittest/__init__.py",
+        "__pycache__/unittest.cpython-311.pyc",
+    ] {
+        let repo = repo();
+        let patch = patch_of(&repo, |root| {
+            fix(root);
+            write(&root.join(added), "raise SystemExit(0)\n");
+        });
+        run_with_stdin(
+            repo.path(),
+            &["capture", "--run", "r", "--body", "-"],
+            Some(&patch),
+        )
+        .assert_code(0);
+        let config = tempdir();
+        let config_file = config.path().join("agent-ledger.toml");
+        write(&config_file, "schema = 1\n[fixtures]\nnone = \"no data\"\n");
+        let out = repo.check(
+            "r",
+            &[
+                "--test-cmd",
+                "python3 -m unittest discover -s tests -t . && python3 run_tests.py",
+                "--config",
+                config_file.to_str().unwrap(),
+            ],
+        );
+        let record = repo.properties("r");
+        assert_eq!(out.code, 4, "{added}: {record:#}");
+        assert_miss(&record, "patch_applies", added, "protected");
+    }
+}
+
+/// `tests.py` beside `tests/` is imported instead of the package that
+/// holds the evaluator's test module.
+#[test]
+fn a_module_beside_the_evaluators_test_directory_is_reject() {
+    let repo = repo();
+    let (out, record) = evaluated(
+        &repo,
+        "r",
+        |root| write(&root.join("tests.py"), "__path__ = []\n"),
+        &[],
+    );
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "evaluator_files",
+        "tests.py",
+        "instead of the evaluator's",
     );
 }

@@ -169,6 +169,7 @@ fn ran_by<'a, 'w>(
     name: &str,
     args: &'a [&'w str],
     cwd: &Path,
+    modules: &mut Vec<PathBuf>,
 ) -> (Vec<PathBuf>, Option<&'a [&'w str]>) {
     let mut ran = Vec::new();
     if interpreter(name) {
@@ -190,6 +191,7 @@ fn ran_by<'a, 'w>(
                 for f in [format!("{file}.py"), format!("{file}/__main__.py")] {
                     ran.extend(inside(cwd, &f));
                 }
+                modules.extend(inside(cwd, &file));
                 if SCRIPT_RUNNING_MODULES.contains(module) {
                     // Its first word that is neither an option nor
                     // `run` (`coverage run x.py`) is the script it runs.
@@ -246,16 +248,32 @@ fn ran_by<'a, 'w>(
 /// Words are split on white space and shell operators, quotes trimmed;
 /// `cd DIR` moves where later words are read from. A symlink counts with
 /// its target in the tree.
-pub(super) fn runner_files(command: &str, base: &Path, tests: &[String]) -> Result<Vec<String>> {
+pub(super) fn runner_files(command: &str, base: &Path, tests: &[String]) -> Result<Runners> {
     let mut scan = Scan {
         base,
         real_base: std::fs::canonicalize(base).map_err(|e| Error::read(base, e))?,
         tests: glob_set(tests, "test glob")?,
         out: std::collections::BTreeSet::new(),
+        modules: std::collections::BTreeSet::new(),
         followed: std::collections::BTreeSet::new(),
     };
     scan.command(command, &mut PathBuf::new(), 0);
-    Ok(scan.out.into_iter().collect())
+    Ok(Runners {
+        files: scan.out.into_iter().collect(),
+        modules: scan.modules.into_iter().collect(),
+    })
+}
+
+/// What a test command runs from its tree.
+#[derive(Debug, Default)]
+pub(super) struct Runners {
+    /// Files of the base it runs or reads ([`runner_files`]).
+    pub files: Vec<String>,
+    /// Modules it runs with `python -m` (`pytest`, `pkg/sub`), whether the
+    /// base has them or not: a patch that adds a module of that name in the
+    /// tree (`pytest.py`, `pytest/`, `pytest.so`, bytecode) would run
+    /// instead of the installed one.
+    pub modules: Vec<String>,
 }
 
 /// How deep [`Scan`] follows files that run commands (a Makefile's recipe
@@ -271,6 +289,8 @@ struct Scan<'b> {
     real_base: PathBuf,
     tests: GlobSet,
     out: std::collections::BTreeSet<String>,
+    /// Modules run with `-m`, tree-relative.
+    modules: std::collections::BTreeSet<String>,
     /// Files whose commands were read already.
     followed: std::collections::BTreeSet<PathBuf>,
 }
@@ -418,7 +438,10 @@ impl Scan<'_> {
                     .filter(|_| program.contains('/'))
                     .into_iter()
                     .collect();
-                let (by, inner) = ran_by(&name, args, cwd);
+                let mut modules = Vec::new();
+                let (by, inner) = ran_by(&name, args, cwd, &mut modules);
+                self.modules
+                    .extend(modules.iter().map(|m| m.to_string_lossy().into_owned()));
                 ran.extend(by);
                 if matches!(name.as_str(), "npm" | "yarn" | "pnpm") {
                     self.package_script(&name, args, cwd, depth);
@@ -446,12 +469,12 @@ impl Scan<'_> {
 }
 
 /// Paths no patch may touch; `runners`: the test command's own files
-/// ([`runner_files`]), taken literally.
+/// ([`runner_files`]), taken literally, and every form of a module it runs.
 pub(super) fn protected(
     loaded: &config::Loaded,
     repo: &Repo,
     ledger_root: &Path,
-    runners: &[String],
+    runners: &Runners,
 ) -> Result<GlobSet> {
     let c = &loaded.config;
     let mut patterns = vec![
@@ -464,7 +487,23 @@ pub(super) fn protected(
         c.ledger.clone(),
     ];
     patterns.extend(c.protect.paths.iter().cloned());
-    patterns.extend(runners.iter().map(|r| globset::escape(r)));
+    patterns.extend(runners.files.iter().map(|r| globset::escape(r)));
+    for m in &runners.modules {
+        let (dir, name) = m.rsplit_once('/').map_or(("", m.as_str()), |(d, n)| (d, n));
+        let dir = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", globset::escape(dir))
+        };
+        let name = globset::escape(name);
+        // What Python imports for a module name: source, bytecode, an
+        // extension module, a package (not `pytest.ini`, configuration).
+        for form in ["py", "pyc", "pyo", "so", "*.so", "pyd", "*.pyd"] {
+            patterns.push(format!("{dir}{name}.{form}"));
+        }
+        patterns.push(format!("{dir}{name}/**"));
+        patterns.push(format!("{dir}__pycache__/{name}.*"));
+    }
     if let Some(rel) = crate::paths::relative_to(&repo.root, ledger_root)
         && !rel.as_os_str().is_empty()
     {
@@ -766,7 +805,7 @@ mod tests {
             std::fs::write(p, "").unwrap();
         }
         let globs = ["tests/**".to_string()];
-        let runners = |cmd: &str| runner_files(cmd, base.path(), &globs).unwrap();
+        let runners = |cmd: &str| runner_files(cmd, base.path(), &globs).unwrap().files;
         assert_eq!(runners("python3 run_tests.py"), ["run_tests.py"]);
         assert_eq!(runners("pytest -c 'pytest.ini' tests/"), ["pytest.ini"]);
         assert_eq!(runners("pytest tests/test_x.py"), Vec::<String>::new());
@@ -830,7 +869,7 @@ mod tests {
             r#"{"scripts": {"test": "python3 tests/runner.py"}}"#,
         );
         let globs = ["tests/**".to_string()];
-        let runners = |cmd: &str| runner_files(cmd, base.path(), &globs).unwrap();
+        let runners = |cmd: &str| runner_files(cmd, base.path(), &globs).unwrap().files;
         assert_eq!(runners("make test"), ["Makefile", "tests/runner.py"]);
         assert_eq!(runners("./ci/test.sh"), ["ci/test.sh", "tests/runner.py"]);
         assert_eq!(runners("npm test"), ["package.json", "tests/runner.py"]);

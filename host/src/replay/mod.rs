@@ -24,6 +24,9 @@
 
 mod artifacts;
 pub mod baselines;
+mod evaluator;
+pub use evaluator::EVALUATOR_FILES;
+use evaluator::evaluator_files;
 mod bounds;
 mod cgroup;
 mod property;
@@ -386,7 +389,7 @@ impl Session<'_, '_> {
 
         let runners = match spec.test_command {
             Some(c) => bounds::runner_files(c, &base_tree.tree, &spec.config.config.tests.globs)?,
-            None => Vec::new(),
+            None => bounds::Runners::default(),
         };
         let protected = bounds::protected(spec.config, spec.repo, spec.ledger_root, &runners)?;
         let strip = spec.transcript.record.strip;
@@ -423,7 +426,7 @@ impl Session<'_, '_> {
         {
             record
                 .properties
-                .push(evaluator_files(evaluation, &changes, &patched.tree));
+                .push(evaluator_files(evaluation, &changes));
         }
 
         // Drift: the fixtures are compared before any property is trusted.
@@ -656,165 +659,6 @@ fn changes_of(co: &Checkout, base: &str) -> Result<Vec<Change>> {
             old_path: c.old_path,
         })
         .collect())
-}
-
-/// The host-side property that lists the paths the agent changed which
-/// the evaluator's test patch replaced before the tests ran: it holds (the
-/// harness does the same), and the findings keep the overwrite visible.
-pub const EVALUATOR_FILES: &str = "evaluator_files";
-
-fn evaluator_files(
-    evaluation: &mut crate::record::Evaluation,
-    changes: &[Change],
-    tree: &Path,
-) -> PropertyResult {
-    let mut overwritten: Vec<String> = changes
-        .iter()
-        .flat_map(|c| std::iter::once(&c.path).chain(c.old_path.as_ref()))
-        .filter(|p| evaluation.paths.binary_search(p).is_ok())
-        .cloned()
-        .collect();
-    overwritten.sort();
-    overwritten.dedup();
-    // A path the agent adds that a runner loads instead of an evaluator's
-    // file: `tests/test_x/` (a package, imported before `tests/test_x.py`),
-    // `tests/test_x.so`, `tests/__pycache__/test_x.*.pyc`. The evaluator's
-    // file would then never run, whatever it says.
-    let mut shadows: Vec<(String, String)> = Vec::new();
-    let mut redirects: Vec<(String, String)> = Vec::new();
-    let mut bytecode: Vec<String> = Vec::new();
-    for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
-        if let Some(e) = evaluation.paths.iter().find(|e| shadows_path(&c.path, e)) {
-            shadows.push((c.path.clone(), e.clone()));
-        } else if evaluation.paths.binary_search(&c.path).is_ok() {
-            // The evaluator's own file: replaced before the tests run.
-        } else if let Some(e) = evaluation
-            .paths
-            .iter()
-            .find(|e| redirects_package(&c.path, e, tree))
-        {
-            redirects.push((c.path.clone(), e.clone()));
-        } else if is_bytecode(&c.path) {
-            bytecode.push(c.path.clone());
-        }
-    }
-    let mut result = property::host_result(EVALUATOR_FILES);
-    result.inputs = BTreeMap::from([(
-        "eval_patch".into(),
-        evaluation
-            .patch
-            .as_ref()
-            .map(|p| p.sha256.clone())
-            .unwrap_or_default(),
-    )]);
-    result.findings = overwritten
-        .iter()
-        .map(|p| Finding {
-            path: p.clone(),
-            line: None,
-            message: "the agent's patch changes this file, which the evaluator's test patch replaces before the tests run: the agent's version was not tested".into(),
-            frozen: true,
-        })
-        .collect();
-    let miss = |path: String, message: String| Finding {
-        path,
-        line: None,
-        message,
-        frozen: false,
-    };
-    result.findings.extend(shadows.into_iter().map(|(path, evaluated)| {
-        miss(path, format!(
-            "the agent's patch adds this path, which a test runner loads instead of the evaluator's `{evaluated}`: the evaluator's tests would not run"
-        ))
-    }));
-    result.findings.extend(redirects.into_iter().map(|(path, evaluated)| {
-        miss(path, format!(
-            "the agent's patch changes the package that holds the evaluator's `{evaluated}` (its `__init__`) in a way that can load its modules from elsewhere: the evaluator's tests might not run"
-        ))
-    }));
-    result.findings.extend(bytecode.into_iter().map(|path| {
-        miss(path, "the agent's patch adds compiled bytecode, which an interpreter can load without (or instead of) its source: what runs is not what the patch shows".into())
-    }));
-    if result.findings.iter().any(|f| !f.frozen) {
-        result.outcome = Outcome::Miss;
-        result.findings.sort();
-    }
-    evaluation.agent_overwritten = overwritten;
-    result
-}
-
-/// Whether `path` would be loaded instead of the evaluator's file `eval`
-/// (`dir/name.ext`): `dir/name/…`, `dir/name.other`, or a compiled copy in
-/// `dir/__pycache__/name.…`.
-fn shadows_path(path: &str, eval: &str) -> bool {
-    let (dir, file) = eval.rsplit_once('/').map_or(("", eval), |(d, f)| (d, f));
-    let Some((name, _)) = file.split_once('.') else {
-        return false;
-    };
-    let prefix = if dir.is_empty() {
-        String::new()
-    } else {
-        format!("{dir}/")
-    };
-    let Some(rest) = path.strip_prefix(&prefix) else {
-        return false;
-    };
-    path != eval
-        && (rest.starts_with(&format!("{name}/"))
-            || rest.starts_with(&format!("{name}."))
-            || rest.starts_with(&format!("__pycache__/{name}.")))
-}
-
-/// Whether `path` is the `__init__` (source or compiled) of a package that
-/// holds the evaluator's file `eval`, changed so that it could load its
-/// modules from elsewhere: any change to the package right above `eval`,
-/// and, for packages further up, one whose new text touches the import
-/// machinery (`__path__`, `meta_path`, `path_hooks`, ...). A legitimate
-/// fix may edit an outer package's exports; it rarely rewires imports.
-fn redirects_package(path: &str, eval: &str, tree: &Path) -> bool {
-    let (pdir, pfile) = path.rsplit_once('/').map_or(("", path), |(d, f)| (d, f));
-    if !pfile.starts_with("__init__.") {
-        return false;
-    }
-    let pkg = match pdir.strip_suffix("__pycache__") {
-        Some(p) => p.trim_end_matches('/'),
-        None => pdir,
-    };
-    let eval_dir = eval.rsplit_once('/').map_or("", |(d, _)| d);
-    let holds = pkg.is_empty() || eval_dir == pkg || eval_dir.starts_with(&format!("{pkg}/"));
-    if !holds {
-        return false;
-    }
-    if eval_dir == pkg || pdir.ends_with("__pycache__") {
-        return true;
-    }
-    const IMPORT_MACHINERY: &[&str] = &[
-        "__path__",
-        "meta_path",
-        "path_hooks",
-        "path_importer_cache",
-        "extend_path",
-        "spec_from_file_location",
-        "sys.modules",
-        "importlib",
-        "__import__",
-    ];
-    match std::fs::read(tree.join(path)) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            IMPORT_MACHINERY.iter().any(|m| text.contains(m))
-        }
-        Err(_) => true,
-    }
-}
-
-/// Compiled Python a patch adds: `.pyc`/`.pyo` files, anything in a
-/// `__pycache__`.
-fn is_bytecode(path: &str) -> bool {
-    path.ends_with(".pyc")
-        || path.ends_with(".pyo")
-        || path.starts_with("__pycache__/")
-        || path.contains("/__pycache__/")
 }
 
 /// Why a run that wrote no report is not judged: its exit status, the last

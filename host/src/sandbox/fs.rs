@@ -286,11 +286,18 @@ impl fs::HostDescriptor for DeterministicFs<'_> {
         len: fs::Filesize,
         advice: fs::Advice,
     ) -> FsResult<()> {
-        Inner::advise(&mut self.inner, fd, offset, len, advice)
+        // Advice is a hint the host may ignore; following it (readahead of
+        // a whole file) would be host work no fuel pays for.
+        let _ = (offset, len, advice);
+        Inner::get_flags(&mut self.inner, fd).map(drop)
     }
 
     fn sync_data(&mut self, fd: Resource<fs::Descriptor>) -> FsResult<()> {
-        Inner::sync_data(&mut self.inner, fd)
+        // Every preopen is read-only: there is nothing of the plugin's to
+        // sync, and an fsync of the host's files is disk work on a shared
+        // machine that no fuel pays for (a loaded disk would decide where
+        // the plugin stops).
+        Inner::get_flags(&mut self.inner, fd).map(drop)
     }
 
     fn get_flags(&mut self, fd: Resource<fs::Descriptor>) -> FsResult<fs::DescriptorFlags> {
@@ -338,7 +345,8 @@ impl fs::HostDescriptor for DeterministicFs<'_> {
     }
 
     fn sync(&mut self, fd: Resource<fs::Descriptor>) -> FsResult<()> {
-        Inner::sync(&mut self.inner, fd)
+        // As `sync_data`.
+        Inner::get_flags(&mut self.inner, fd).map(drop)
     }
 
     fn create_directory_at(&mut self, fd: Resource<fs::Descriptor>, path: String) -> FsResult<()> {

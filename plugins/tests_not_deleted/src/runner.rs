@@ -16,7 +16,7 @@ enum Part {
     PackageJson,
 }
 
-const PYPROJECT: &[&str] = &["tool.pytest", "tool.tox"];
+const PYPROJECT: &[&str] = &["tool.pytest", "tool.tox", "project.entry-points"];
 const CARGO: &[&str] = &[
     "package.autotests",
     "lib.test",
@@ -26,7 +26,7 @@ const CARGO: &[&str] = &[
     "bin.harness",
     "test",
 ];
-const SETUP_CFG: &[&str] = &["tool:pytest"];
+const SETUP_CFG: &[&str] = &["tool:pytest", "options.entry_points"];
 const TOX: &[&str] = &["pytest", "tox", "testenv*"];
 /// `package.json` keys a JavaScript runner reads its configuration from.
 const JS_RUNNER_KEYS: &[&str] = &["jest", "mocha", "ava", "vitest"];
@@ -46,6 +46,16 @@ fn part(path: &str) -> Option<Part> {
     let stem = name.split('.').next().unwrap_or(name);
     if startup.contains(&stem) || dirs.split('/').any(|d| startup.contains(&d)) {
         return Some(Part::Whole("Python's startup"));
+    }
+    // Package metadata on the path: its entry points load pytest plugins
+    // (`pytest11`) that can rewrite every outcome.
+    if dirs
+        .split('/')
+        .any(|d| d.ends_with(".dist-info") || d.ends_with(".egg-info"))
+    {
+        return Some(Part::Whole(
+            "Python package metadata (entry points such as pytest plugins)",
+        ));
     }
     Some(match name {
         "pytest.ini" | ".pytest.ini" | "pytest.toml" | ".pytest.toml" => Part::Whole("pytest"),
@@ -545,6 +555,8 @@ mod tests {
             "src/sitecustomize.pyc",
             "src/__pycache__/usercustomize.cpython-311.pyc",
             "lib/sitecustomize.cpython-311-x86_64-linux-gnu.so",
+            "src/flask_compat-0.1.dist-info/entry_points.txt",
+            "src/flask_compat.egg-info/entry_points.txt",
             "pytest.toml",
             "lib/evil.pth",
         ] {
