@@ -888,6 +888,42 @@ fn a_patch_that_adds_the_module_the_command_runs_is_refused() {
         assert_eq!(out.code, 4, "{added}: {record:#}");
         assert_miss(&record, "patch_applies", added, "protected");
     }
+    // Anywhere in the tree: `PYTHONPATH=src` puts `src/unittest.py` before
+    // the standard library's.
+    let repo = repo();
+    let patch = patch_of(&repo, |root| {
+        write(
+            &root.join("src/unittest.py"),
+            "raise SystemExit(0)
+",
+        );
+    });
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "r", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(&config_file, "schema = 1\n[fixtures]\nnone = \"no data\"\n");
+    let out = repo.check(
+        "r",
+        &[
+            "--test-cmd",
+            "PYTHONPATH=src python3 -m unittest discover -s tests -t . && python3 run_tests.py",
+            "--config",
+            config_file.to_str().unwrap(),
+        ],
+    );
+    let record = repo.properties("r");
+    assert_eq!(out.code, 4, "{record:#}");
+    assert_miss(
+        &record,
+        "patch_applies",
+        "src/unittest.py",
+        "named like the one the test command runs",
+    );
 }
 
 /// `tests.py` beside `tests/` is imported instead of the package that

@@ -13,7 +13,7 @@ use crate::config;
 use crate::exit::{Error, Result};
 use crate::git::{Checkout, Repo};
 use crate::record::Finding;
-use crate::sandbox::Change;
+use crate::sandbox::{Change, ChangeKind};
 use cap_std::fs::Dir;
 use globset::{GlobSet, GlobSetBuilder};
 use std::collections::VecDeque;
@@ -169,7 +169,7 @@ fn ran_by<'a, 'w>(
     name: &str,
     args: &'a [&'w str],
     cwd: &Path,
-    modules: &mut Vec<PathBuf>,
+    modules: &mut Vec<(PathBuf, String)>,
 ) -> (Vec<PathBuf>, Option<&'a [&'w str]>) {
     let mut ran = Vec::new();
     if interpreter(name) {
@@ -191,7 +191,10 @@ fn ran_by<'a, 'w>(
                 for f in [format!("{file}.py"), format!("{file}/__main__.py")] {
                     ran.extend(inside(cwd, &f));
                 }
-                modules.extend(inside(cwd, &file));
+                if let Some(path) = inside(cwd, &file) {
+                    let top = module.split('.').next().unwrap_or(module);
+                    modules.push((path, top.to_string()));
+                }
                 if SCRIPT_RUNNING_MODULES.contains(module) {
                     // Its first word that is neither an option nor
                     // `run` (`coverage run x.py`) is the script it runs.
@@ -255,12 +258,14 @@ pub(super) fn runner_files(command: &str, base: &Path, tests: &[String]) -> Resu
         tests: glob_set(tests, "test glob")?,
         out: std::collections::BTreeSet::new(),
         modules: std::collections::BTreeSet::new(),
+        module_names: std::collections::BTreeSet::new(),
         followed: std::collections::BTreeSet::new(),
     };
     scan.command(command, &mut PathBuf::new(), 0);
     Ok(Runners {
         files: scan.out.into_iter().collect(),
         modules: scan.modules.into_iter().collect(),
+        module_names: scan.module_names.into_iter().collect(),
     })
 }
 
@@ -274,6 +279,9 @@ pub(super) struct Runners {
     /// tree (`pytest.py`, `pytest/`, `pytest.so`, bytecode) would run
     /// instead of the installed one.
     pub modules: Vec<String>,
+    /// Their top-level package names (`pytest` for `-m pytest`, `pkg`
+    /// for `-m pkg.sub`): one added anywhere in the tree can shadow them.
+    pub module_names: Vec<String>,
 }
 
 /// How deep [`Scan`] follows files that run commands (a Makefile's recipe
@@ -291,6 +299,8 @@ struct Scan<'b> {
     out: std::collections::BTreeSet<String>,
     /// Modules run with `-m`, tree-relative.
     modules: std::collections::BTreeSet<String>,
+    /// Their top-level package names.
+    module_names: std::collections::BTreeSet<String>,
     /// Files whose commands were read already.
     followed: std::collections::BTreeSet<PathBuf>,
 }
@@ -440,8 +450,10 @@ impl Scan<'_> {
                     .collect();
                 let mut modules = Vec::new();
                 let (by, inner) = ran_by(&name, args, cwd, &mut modules);
-                self.modules
-                    .extend(modules.iter().map(|m| m.to_string_lossy().into_owned()));
+                for (path, top) in modules {
+                    self.modules.insert(path.to_string_lossy().into_owned());
+                    self.module_names.insert(top);
+                }
                 ran.extend(by);
                 if matches!(name.as_str(), "npm" | "yarn" | "pnpm") {
                     self.package_script(&name, args, cwd, depth);
@@ -466,6 +478,22 @@ impl Scan<'_> {
             }
         }
     }
+}
+
+/// Every importable form, at any depth, of the top-level package of each
+/// module the command runs with `-m`.
+fn module_shadows(runners: &Runners) -> Result<GlobSet> {
+    let mut patterns = Vec::new();
+    for top in &runners.module_names {
+        let name = globset::escape(top);
+        for form in ["py", "pyc", "pyo", "so", "*.so", "pyd", "*.pyd", "pth"] {
+            patterns.push(format!("**/{name}.{form}"));
+        }
+        patterns.push(format!("**/{name}/__init__.*"));
+        patterns.push(format!("**/{name}/__main__.*"));
+        patterns.push(format!("**/__pycache__/{name}.*"));
+    }
+    glob_set(&patterns, "runner module")
 }
 
 /// Paths no patch may touch; `runners`: the test command's own files
@@ -581,6 +609,7 @@ pub(super) fn after_apply(
     base: &Checkout,
     changes: &[Change],
     protected: &GlobSet,
+    runners: &Runners,
 ) -> Result<Vec<Finding>> {
     let mut findings = Vec::new();
     for c in changes {
@@ -588,6 +617,24 @@ pub(super) fn after_apply(
             if protected.is_match(p) {
                 findings.push(finding(p, "patch touches a protected path"));
             }
+        }
+    }
+    // A module of a name the command runs with `-m`, added anywhere: a
+    // directory on `sys.path` before site-packages (`PYTHONPATH=src`, an
+    // editable install) would run it instead of the installed runner.
+    // Changing one the base has is the code under test's business.
+    let shadows = module_shadows(runners)?;
+    for c in changes.iter().filter(|c| {
+        matches!(
+            c.kind,
+            ChangeKind::Added | ChangeKind::Renamed | ChangeKind::Copied | ChangeKind::TypeChanged
+        )
+    }) {
+        if shadows.is_match(&c.path) {
+            findings.push(finding(
+                &c.path,
+                "patch adds a module named like the one the test command runs with `-m`: imported from the tree, it would run instead of the runner",
+            ));
         }
     }
     let patched = open_tree(&co.tree)?;

@@ -402,7 +402,7 @@ impl Session<'_, '_> {
                     changes = changes_of(&patched, spec.base)?;
                     write_modes(&inputs, &patched, spec.base)?;
                     findings.extend(bounds::after_apply(
-                        &patched, base_tree, &changes, &protected,
+                        &patched, base_tree, &changes, &protected, &runners,
                     )?);
                 }
                 Applied::Refused(msg) => findings.push(Finding {
