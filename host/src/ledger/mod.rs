@@ -5,9 +5,11 @@
 use crate::digest::sha256_hex;
 use crate::exit::{Error, Result};
 use crate::record::{Record, SCHEMA};
-use std::fs;
-use std::io::{self, Write};
+
 use std::path::{Path, PathBuf};
+
+mod write;
+pub use write::{Access, Clobber, Growing, write_atomic, write_new, write_new_as};
 
 /// Hint appended when a run id is reused.
 pub const RETRY_HINT: &str = "a retry is a new run id";
@@ -101,186 +103,6 @@ impl RunId {
 impl std::fmt::Display for RunId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-/// Writes `bytes` to `path` atomically and only if `path` does not exist:
-/// a temp file in the same directory, fsync, a no-clobber rename (hard link),
-/// then an fsync of the directory.
-pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_new_as(path, bytes, Access::Shared)
-}
-
-/// Who may read a file written to the ledger: records are ordinary
-/// readable files; a copy of an input only its owner could read stays so
-/// (a file's permissions are never widened by storing it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// 0644.
-    Shared,
-    /// 0600.
-    Private,
-}
-
-impl Access {
-    /// `Private` when the file at `path` is not readable by its group or
-    /// others.
-    pub fn of(path: &Path) -> Access {
-        use std::os::unix::fs::PermissionsExt;
-        match fs::metadata(path) {
-            Ok(m) if m.permissions().mode() & 0o044 == 0o044 => Access::Shared,
-            _ => Access::Private,
-        }
-    }
-
-    fn mode(self) -> u32 {
-        match self {
-            Access::Shared => 0o644,
-            Access::Private => 0o600,
-        }
-    }
-}
-
-/// [`write_new`] with the file's [`Access`].
-pub fn write_new_as(path: &Path, bytes: &[u8], access: Access) -> Result<()> {
-    write_atomic(path, bytes, access, Clobber::Never)
-}
-
-/// Whether an atomic write may replace a file already at its path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clobber {
-    /// The path must not exist (records: what is written stays).
-    Never,
-    /// An existing file is replaced whole (state that is rewritten).
-    Replace,
-}
-
-/// Writes `bytes` to `path` atomically: a temp file in the same directory
-/// with `access`'s mode, fsync, a rename (`Clobber::Never`: a no-clobber
-/// one, by hard link), then an fsync of the directory. A reader sees the
-/// old file or the new one, never part of either.
-pub fn write_atomic(path: &Path, bytes: &[u8], access: Access, clobber: Clobber) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
-    let exists = || Error::Exists {
-        path: path.to_path_buf(),
-        hint: RETRY_HINT.into(),
-    };
-    if clobber == Clobber::Never && fs::symlink_metadata(path).is_ok() {
-        return Err(exists());
-    }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::write(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::write(path, e))?;
-    // Records are ordinary readable files (a temp file starts as 0600).
-    tmp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(access.mode()))
-        .map_err(|e| Error::write(path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::write(path, e))?;
-    let persisted = match clobber {
-        Clobber::Never => tmp.persist_noclobber(path),
-        Clobber::Replace => tmp.persist(path),
-    };
-    match persisted {
-        Ok(_) => {}
-        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Err(exists()),
-        Err(e) => return Err(Error::write(path, e.error)),
-    }
-    sync_dir(dir).map_err(|e| Error::write(dir, e))
-}
-
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    fs::File::open(dir)?.sync_all()
-}
-
-/// A file written as its bytes arrive (a streamed response): under
-/// `NAME.partial` until [`Growing::finish`] links it to `NAME`. A crash
-/// mid-stream leaves the partial bytes under a name that says so, and
-/// never a file under its final name that looks whole.
-pub struct Growing {
-    partial: PathBuf,
-    target: PathBuf,
-    file: fs::File,
-}
-
-impl Growing {
-    /// Creates `partial` (which must not exist) for bytes that will be
-    /// stored as `target`.
-    pub fn create(partial: &Path, target: &Path) -> Result<Growing> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = partial.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
-        // Only its owner may read it while it grows: the whole body is
-        // masked (its decoded copies of the key too) only once it is whole,
-        // and a killed capture leaves the partial file as it was.
-        let file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(partial)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => Error::Exists {
-                    path: partial.to_path_buf(),
-                    hint: RETRY_HINT.into(),
-                },
-                _ => Error::write(partial, e),
-            })?;
-        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .map_err(|e| Error::write(partial, e))?;
-        Ok(Growing {
-            partial: partial.to_path_buf(),
-            target: target.to_path_buf(),
-            file,
-        })
-    }
-
-    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.file
-            .write_all(bytes)
-            .map_err(|e| Error::write(&self.partial, e))
-    }
-
-    /// Replaces every byte written so far with `bytes` (the body masked
-    /// once it was whole).
-    pub fn rewrite(&mut self, bytes: &[u8]) -> Result<()> {
-        use std::io::Seek;
-        self.file
-            .set_len(0)
-            .and_then(|()| self.file.seek(io::SeekFrom::Start(0)).map(drop))
-            .and_then(|()| self.file.write_all(bytes))
-            .map_err(|e| Error::write(&self.partial, e))
-    }
-
-    /// fsyncs the bytes, links them to the target name (never over an
-    /// existing file), removes the partial name and fsyncs the directory.
-    pub fn finish(self) -> Result<()> {
-        self.file
-            .sync_all()
-            .map_err(|e| Error::write(&self.partial, e))?;
-        // Stored files are ordinary readable files, whatever the umask.
-        self.file
-            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-            .map_err(|e| Error::write(&self.partial, e))?;
-        match fs::hard_link(&self.partial, &self.target) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(Error::Exists {
-                    path: self.target,
-                    hint: RETRY_HINT.into(),
-                });
-            }
-            Err(e) => return Err(Error::write(&self.target, e)),
-        }
-        fs::remove_file(&self.partial).map_err(|e| Error::write(&self.partial, e))?;
-        let dir = self.target.parent().unwrap_or(Path::new("."));
-        sync_dir(dir).map_err(|e| Error::write(dir, e))
     }
 }
 
@@ -458,6 +280,7 @@ pub fn check_link(path: &Path, field: &str, named: &str, actual: &str, what: &Pa
 mod tests {
     use super::*;
     use crate::record::{Verdict, VerdictRecord};
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     fn verdict(verdict: Verdict) -> VerdictRecord {
