@@ -33,6 +33,7 @@ mod support;
 mod swebench;
 mod test_baseline;
 mod test_sandbox;
+mod test_tree;
 mod trace_auth;
 mod verify;
 mod zero_tokens;

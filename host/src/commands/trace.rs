@@ -558,6 +558,7 @@ fn run_sandboxed(
     });
     let jail = Jail {
         tree: &root,
+        overlay: None,
         report_dir: &report_dir,
         hidden: &hidden,
         read_only: &[],

@@ -176,9 +176,11 @@ impl Checkout {
     /// else of the repository is in it: no other commit (the upstream fix a
     /// later commit holds included), ref, configuration, hook or attribute.
     /// It is made after every comparison with the lock, so it is not part
-    /// of what the lock or any property judges. The pack is copied, never
-    /// linked: the suite owns its tree and may write anything in it.
-    pub fn add_git_dir(&self, commit: &str, pack: &Path) -> Result<()> {
+    /// of what the lock or any property judges. The pack is copied when
+    /// the suite writes this tree itself; `link` hard-links it instead,
+    /// for a tree the suite sees only as the lower layer of an overlay
+    /// (its writes go to a layer of their own, never into these files).
+    pub fn add_git_dir(&self, commit: &str, pack: &Path, link: bool) -> Result<()> {
         let git = self.tree.join(".git");
         // `create_dir`, not `_all`: nothing in a patched tree may be there
         // already (git refuses patch paths through `.git`), and if anything
@@ -217,7 +219,11 @@ impl Checkout {
         for entry in std::fs::read_dir(pack).map_err(|e| Error::read(pack, e))? {
             let from = entry.map_err(|e| Error::read(pack, e))?.path();
             let to = packs.join(from.file_name().unwrap_or_default());
-            std::fs::copy(&from, &to).map_err(|e| Error::write(&to, e))?;
+            if link {
+                std::fs::hard_link(&from, &to).map_err(|e| Error::write(&to, e))?;
+            } else {
+                std::fs::copy(&from, &to).map_err(|e| Error::write(&to, e))?;
+            }
         }
         Ok(())
     }

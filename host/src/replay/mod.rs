@@ -32,6 +32,7 @@ mod cgroup;
 mod property;
 mod self_test;
 pub(crate) mod test_cmd;
+mod test_tree;
 mod unseen;
 
 pub use test_cmd::{

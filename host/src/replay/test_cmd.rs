@@ -175,7 +175,14 @@ pub fn run_tests(
 ) -> Result<(TestRun, Option<Vec<u8>>)> {
     let (repo, base) = (trees.checkout.repo(), trees.base.as_str());
     let tmp = tempdir()?;
-    let co = repo.checkout(base, &tmp.path().join("tests"))?;
+    // A hard-linked copy shown as an overlay's lower layer where the
+    // kernel allows it (`test_tree`), a checkout of its own otherwise.
+    let tests = tmp.path().join("tests");
+    let overlay = super::test_tree::Overlay::new(tmp.path(), &tests.join("tree"))?;
+    let co = match overlay {
+        Some(_) => trees.checkout.link_copy(&tests)?,
+        None => repo.checkout(base, &tests)?,
+    };
     // The trial's run is shown; the baseline's output is counted, not
     // shown (it would only repeat the suite).
     let echo = test.echo && patch.is_some();
@@ -193,7 +200,7 @@ pub fn run_tests(
     }
     // After every comparison with the lock: the suite may run git on its
     // tree, which holds the base commit and nothing later.
-    co.add_git_dir(base, &trees.snapshot_pack()?)?;
+    co.add_git_dir(base, &trees.snapshot_pack()?, overlay.is_some())?;
     let report_dir = tmp.path().join("report");
     let home = tmp.path().join("home");
     for dir in [&report_dir, &home] {
@@ -244,6 +251,7 @@ pub fn run_tests(
     let shown = check_read_only(&test.read_only, &hidden)?;
     let jail = Jail {
         tree: &co.tree,
+        overlay: overlay.as_ref(),
         report_dir: &report_dir,
         hidden: &hidden,
         read_only: &read_only,
@@ -273,7 +281,20 @@ pub fn run_tests(
         env
     };
 
-    let (sandbox, ran) = match jail.probe() {
+    let probed = jail.probe();
+    if let (Err(why), Some(_)) = (&probed, &overlay) {
+        // The next try copies; it is the overlay the kernel refuses if
+        // the same sandbox without it can be made (if not, the copy's run
+        // says why there is no sandbox).
+        let plain = Jail {
+            overlay: None,
+            ..jail
+        };
+        super::test_tree::refused(plain.probe().is_ok().then_some(why.as_str()));
+        drop(tmp);
+        return run_tests(trees, patch, eval, test, ledger_root, fixtures);
+    }
+    let (sandbox, ran) = match probed {
         Ok(()) => (
             "namespaces",
             jail.run(&test.command, &env(SANDBOX_HOME), test, echo)?,
@@ -468,8 +489,12 @@ struct Ran {
 /// The sandbox's layout: also what `trace exec` runs an agent's command in
 /// (the workspace as `tree`, the trace's directory among `hidden`).
 pub(crate) struct Jail<'a> {
-    /// Writable, at its own path.
+    /// Writable, at its own path: itself, or (with `overlay`) an overlay
+    /// with it as the read-only lower layer.
     pub tree: &'a Path,
+    /// Show `tree` as the lower layer of this overlay, never writable
+    /// itself (`test_tree`).
+    pub overlay: Option<&'a super::test_tree::Overlay>,
     /// Writable too (the test command's report).
     pub report_dir: &'a Path,
     /// Shown as empty, read-only directories.
@@ -634,10 +659,30 @@ impl Jail<'_> {
             c.bindmount_ro(&shown, &shown);
         }
         c.dir(SANDBOX_HOME, 0o700);
-        for rw in [self.tree, self.report_dir] {
-            let rw = rw.to_string_lossy();
-            c.bindmount_rw(&rw, &rw);
+        // Where a bind of a path inside the tree takes it from: the
+        // overlay's view, where there is one (never its lower layer).
+        let view = |p: &Path| match self.overlay {
+            Some(o) => o.inside(p).to_string_lossy().into_owned(),
+            None => p.to_string_lossy().into_owned(),
+        };
+        match self.overlay {
+            Some(o) => {
+                c.rootdir(&o.root);
+                c.mount(
+                    "overlay",
+                    &self.tree.to_string_lossy(),
+                    "overlay",
+                    MountOptions::NOSUID | MountOptions::NODEV,
+                    Some(o.options(self.tree)),
+                );
+            }
+            None => {
+                let rw = self.tree.to_string_lossy();
+                c.bindmount_rw(&rw, &rw);
+            }
         }
+        let rw = self.report_dir.to_string_lossy();
+        c.bindmount_rw(&rw, &rw);
         // Mounted after the tree (hakoniwa mounts in target-path order).
         // Every directory between the tree and a read-only root is bound
         // onto itself (still writable): a mount point cannot be renamed, so
@@ -655,12 +700,10 @@ impl Jail<'_> {
             }
         }
         for a in &ancestors {
-            let a = a.to_string_lossy();
-            c.bindmount_rw(&a, &a);
+            c.bindmount_rw(&view(a), &a.to_string_lossy());
         }
         for ro in self.read_only {
-            let ro = ro.to_string_lossy();
-            c.bindmount_ro(&ro, &ro);
+            c.bindmount_ro(&view(ro), &ro.to_string_lossy());
         }
         Ok(c)
     }
