@@ -73,6 +73,9 @@ fn sweep(tmp: &Path, uid: u32, keep: &Path) {
             continue;
         }
         if is_stale(&path, &meta) {
+            // A killed test command's run leaves its idmapped lower layer
+            // mounted (`replay::idmap`): unmount it first.
+            crate::replay::detach_mounts_under(&path);
             let _ = std::fs::remove_dir_all(&path);
         }
     }

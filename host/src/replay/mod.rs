@@ -29,6 +29,8 @@ pub use evaluator::EVALUATOR_FILES;
 use evaluator::evaluator_files;
 mod bounds;
 mod cgroup;
+mod idmap;
+pub(crate) use idmap::detach_mounts_under;
 mod property;
 mod self_test;
 pub(crate) mod test_cmd;

@@ -178,7 +178,7 @@ pub fn run_tests(
     // A hard-linked copy shown as an overlay's lower layer where the
     // kernel allows it (`test_tree`), a checkout of its own otherwise.
     let tests = tmp.path().join("tests");
-    let overlay = super::test_tree::Overlay::new(tmp.path(), &tests.join("tree"))?;
+    let mut overlay = super::test_tree::Overlay::new(tmp.path(), &tests.join("tree"))?;
     let co = match overlay {
         Some(_) => trees.checkout.link_copy(&tests)?,
         None => repo.checkout(base, &tests)?,
@@ -213,6 +213,26 @@ pub fn run_tests(
     std::fs::create_dir(&jail_scratch).map_err(|e| Error::write(&jail_scratch, e))?;
     let host_id = host_root().then(sandbox_host_id);
     let host_user = host_id.as_ref().map(|h| h.id);
+    // As root the run's user must own what it may write, but the shared
+    // base's files are never chowned: the overlay's lower layer is an
+    // idmapped mount of the tree instead (`idmap`), where they are its.
+    let mut idmapped = None;
+    if let (Some(o), Some(id)) = (overlay.as_mut(), host_user) {
+        let at = tmp.path().join("lower");
+        std::fs::create_dir(&at).map_err(|e| Error::write(&at, e))?;
+        match super::idmap::mount(&co.tree, &at, id) {
+            Ok(m) => {
+                o.lower = m.path.clone();
+                idmapped = Some(m);
+            }
+            Err(e) => {
+                super::test_tree::refused(Some(&format!("no idmapped mount: {e}")));
+                drop(host_id);
+                drop(tmp);
+                return run_tests(trees, patch, eval, test, ledger_root, fixtures);
+            }
+        }
+    }
     if let Some(id) = host_user {
         // The scratch directory stays root's (a later run's sweep removes
         // it if this one is killed: it judges only directories of its own
@@ -224,7 +244,9 @@ pub fn run_tests(
             .map_err(|e| Error::write(top, e))?;
         for entry in std::fs::read_dir(top).map_err(|e| Error::read(top, e))? {
             let entry = entry.map_err(|e| Error::read(top, e))?;
-            if !entry.file_name().to_string_lossy().contains("owner.lock") {
+            let name = entry.file_name();
+            let shared = idmapped.is_some() && (name == "tests" || name == "lower");
+            if !shared && !name.to_string_lossy().contains("owner.lock") {
                 give_away(&entry.path(), id)?;
             }
         }
@@ -673,7 +695,7 @@ impl Jail<'_> {
                     &self.tree.to_string_lossy(),
                     "overlay",
                     MountOptions::NOSUID | MountOptions::NODEV,
-                    Some(o.options(self.tree)),
+                    Some(o.options()),
                 );
             }
             None => {
@@ -1093,7 +1115,9 @@ fn sandbox_host_id() -> HostId {
         if let Some(slot) = (0..16u32).find(|s| *taken & (1 << s) == 0) {
             *taken |= 1 << slot;
             return HostId {
-                id: SANDBOX_HOST_ID + (((std::process::id() & 0xffff) << 4) | slot),
+                // Pids are below 2^22 (`pid_max`'s ceiling), so no two
+                // live processes share an id.
+                id: SANDBOX_HOST_ID + ((std::process::id() << 4) | slot),
                 slot,
                 release: &|slot| {
                     let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());

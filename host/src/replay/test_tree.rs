@@ -29,6 +29,9 @@ static REFUSED: AtomicBool = AtomicBool::new(false);
 /// The directories of one run's overlay, in its scratch directory.
 #[derive(Debug)]
 pub(crate) struct Overlay {
+    /// The read-only lower layer: the hard-linked tree, or (as root) an
+    /// idmapped mount of it (`idmap`).
+    pub lower: PathBuf,
     /// What the command writes (its copy-ups, new files, whiteouts).
     pub upper: PathBuf,
     /// The overlay's own work directory (same filesystem as `upper`).
@@ -49,6 +52,7 @@ impl Overlay {
             return Ok(None);
         }
         let overlay = Overlay {
+            lower: lower.to_path_buf(),
             upper: scratch.join("upper"),
             work: scratch.join("work"),
             root: scratch.join("root"),
@@ -70,13 +74,14 @@ impl Overlay {
     }
 
     /// The mount options of an overlay with `lower` read-only beneath
-    /// this run's upper layer. `userxattr`: the overlay's own bookkeeping
-    /// in `user.overlay.*` attributes, as a mount in a user namespace
-    /// requires.
-    pub fn options(&self, lower: &Path) -> String {
+    /// this run's upper layer (`lower` lies in the scratch directory, whose
+    /// paths [`Overlay::new`] checked). `userxattr`: the overlay's own
+    /// bookkeeping in `user.overlay.*` attributes, as a mount in a user
+    /// namespace requires.
+    pub fn options(&self) -> String {
         format!(
             "lowerdir={},upperdir={},workdir={},userxattr",
-            lower.display(),
+            self.lower.display(),
             self.upper.display(),
             self.work.display()
         )
@@ -127,7 +132,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lower = dir.path().join("lower");
         let o = Overlay::new(dir.path(), &lower).unwrap().unwrap();
-        let opts = o.options(&lower);
+        let opts = o.options();
         assert_eq!(
             opts,
             format!(
