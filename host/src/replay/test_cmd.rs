@@ -313,6 +313,8 @@ pub fn run_tests(
             ..jail
         };
         super::test_tree::refused(plain.probe().is_ok().then_some(why.as_str()));
+        // Unmounted before the scratch directory is removed.
+        drop(idmapped);
         drop(tmp);
         return run_tests(trees, patch, eval, test, ledger_root, fixtures);
     }
