@@ -1,13 +1,30 @@
-//! Builds the built-in property components in `plugins/` for `wasm32-wasip2`
-//! and generates `plugins.rs` in OUT_DIR: `BUILTINS`, each built-in's name,
-//! component (embedded with `include_bytes!`) and the trial inputs it needs,
-//! in its default order (the pattern of wasmtime's
-//! `crates/test-programs/artifacts/build.rs`); and `templates.rs`, the files
-//! `agent-ledger plugin new` writes (`host/templates/LANG/`, `wit/` and the
-//! guest helpers).
+//! Embeds the built-in property components and generates `plugins.rs` in
+//! OUT_DIR: `BUILTINS`, each built-in's name, component (embedded with
+//! `include_bytes!`) and the trial inputs it needs, in its default order
+//! (the pattern of wasmtime's `crates/test-programs/artifacts/build.rs`);
+//! and `templates.rs`, the files `agent-ledger plugin new` writes
+//! (`host/templates/LANG/`, `host/wit/` and the guest helpers).
 //!
-//! Each crate says what it is in its own manifest, so the list of built-ins
-//! is written once:
+//! The components' bytes ship with the crate, in `host/builtins/` (each
+//! `NAME.wasm` and `builtins.json`, which names them, their order, needs and
+//! SHA-256), so `cargo install` needs only the host target.
+//! `AGENT_LEDGER_BUILTINS` says where the bytes come from:
+//!
+//! - unset or `shipped`: the checked-in files, their digests checked
+//!   against `builtins.json`;
+//! - `verify` (what `.ci/test` sets): built from `plugins/` for
+//!   `wasm32-wasip2`, and the build fails unless every component and its
+//!   entry are byte-for-byte the checked-in ones, so nothing ships that the
+//!   source does not produce;
+//! - `update` (`bash .ci/builtins`): built from `plugins/` and written over
+//!   `host/builtins/`, to be reviewed and committed.
+//!
+//! The guest build remaps the repository and cargo-home prefixes out of the
+//! components (`--remap-path-prefix`), so the same toolchain gives the same
+//! bytes wherever the checkout is.
+//!
+//! Each plugin crate says what it is in its own manifest, so the list of
+//! built-ins is written once:
 //!
 //! ```toml
 //! [package.metadata.agent-ledger]
@@ -21,22 +38,298 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
 
 /// Trial inputs a built-in may need, and the `plugins::Need` each maps to.
 const NEEDS: &[(&str, &str)] = &[("trace", "Need::Trace"), ("junit", "Need::Junit")];
 
+/// `schema` of `host/builtins/builtins.json`.
+const BUILTINS_SCHEMA: u64 = 1;
+
+#[derive(Debug, PartialEq)]
 struct Builtin {
     name: String,
     order: u64,
-    needs: Vec<&'static str>,
+    /// Input names, as in the crate's metadata (`trace`, `junit`).
+    needs: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Shipped,
+    Verify,
+    Update,
+}
+
+fn mode() -> Mode {
+    println!("cargo:rerun-if-env-changed=AGENT_LEDGER_BUILTINS");
+    match env::var("AGENT_LEDGER_BUILTINS").as_deref() {
+        Err(_) | Ok("" | "shipped") => Mode::Shipped,
+        Ok("verify") => Mode::Verify,
+        Ok("update") => Mode::Update,
+        Ok(other) => panic!(
+            "AGENT_LEDGER_BUILTINS={other:?}: expected `shipped` (the default), `verify` or `update`"
+        ),
+    }
 }
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let shipped_dir = manifest_dir.join("builtins");
+    let manifest_path = shipped_dir.join("builtins.json");
+    println!("cargo:rerun-if-changed={}", shipped_dir.display());
+    let mode = mode();
+    let shipped = read_shipped(&manifest_path);
+
+    let builtins: Vec<Builtin> = if mode == Mode::Shipped {
+        let shipped = shipped.unwrap_or_else(|e| panic!("{e}"));
+        for (b, digest) in &shipped {
+            let wasm = shipped_dir.join(format!("{}.wasm", b.name));
+            let bytes = std::fs::read(&wasm)
+                .unwrap_or_else(|e| panic!("built-in component `{}`: {e}", wasm.display()));
+            let got = hex(&Sha256::digest(&bytes));
+            assert!(
+                &got == digest,
+                "built-in component `{}` has SHA-256 {got}, `{}` says {digest}: the checked-in bytes were changed without their entry (rebuild them with `bash .ci/builtins`)",
+                wasm.display(),
+                manifest_path.display()
+            );
+        }
+        shipped.into_iter().map(|(b, _)| b).collect()
+    } else {
+        let built = build_from_source(&manifest_dir);
+        let entries: Vec<(Builtin, String)> = built
+            .into_iter()
+            .map(|(b, wasm)| {
+                let bytes = std::fs::read(&wasm).unwrap();
+                let digest = hex(&Sha256::digest(&bytes));
+                if mode == Mode::Update {
+                    std::fs::create_dir_all(&shipped_dir).unwrap();
+                    std::fs::write(shipped_dir.join(format!("{}.wasm", b.name)), &bytes).unwrap();
+                }
+                (b, digest)
+            })
+            .collect();
+        if mode == Mode::Update {
+            write_shipped(&manifest_path, &entries);
+        } else {
+            verify_shipped(&shipped_dir, &manifest_path, shipped, &entries);
+        }
+        entries.into_iter().map(|(b, _)| b).collect()
+    };
+
+    let mut generated = String::from(
+        "/// The built-in properties, in their default order.\npub const BUILTINS: &[Builtin] = &[\n",
+    );
+    for b in &builtins {
+        let wasm = shipped_dir.join(format!("{}.wasm", b.name));
+        let needs: Vec<&str> = b
+            .needs
+            .iter()
+            .map(|n| NEEDS.iter().find(|(k, _)| k == n).expect("known need").1)
+            .collect();
+        writeln!(
+            generated,
+            "    Builtin {{ name: {:?}, component: include_bytes!({:?}), needs: &[{}] }},",
+            b.name,
+            wasm.display().to_string(),
+            needs.join(", ")
+        )
+        .unwrap();
+    }
+    generated.push_str("];\n");
+    let dest = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("plugins.rs");
+    std::fs::write(dest, generated).unwrap();
+
+    templates(&manifest_dir);
+    version(&manifest_dir);
+}
+
+/// `AGENT_LEDGER_VERSION_LONG` for `--version`: the crate version, the
+/// commit it was built from (the checkout's `HEAD`, or the
+/// `.cargo_vcs_info.json` cargo writes into a packaged crate; `unknown`
+/// without either) and the wasmtime it embeds (pinned exactly in
+/// `host/Cargo.toml`).
+fn version(host: &Path) {
+    let root = host.parent().unwrap();
+    let git_dir = root.join(".git");
+    let commit = if git_dir.exists() {
+        println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
+        if let Ok(head) = std::fs::read_to_string(git_dir.join("HEAD"))
+            && let Some(r) = head.trim().strip_prefix("ref: ")
+        {
+            println!("cargo:rerun-if-changed={}", git_dir.join(r).display());
+        }
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["rev-parse", "--short=12", "HEAD"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        std::fs::read_to_string(host.join(".cargo_vcs_info.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| {
+                v["git"]["sha1"]
+                    .as_str()
+                    .map(|s| s[..s.len().min(12)].to_string())
+            })
+    }
+    .unwrap_or_else(|| "unknown".into());
+    let manifest = std::fs::read_to_string(host.join("Cargo.toml")).unwrap();
+    let wasmtime = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("wasmtime = { version = \"="))
+        .and_then(|r| r.split('"').next())
+        .expect("host/Cargo.toml pins wasmtime exactly (`wasmtime = { version = \"=X.Y.Z\"`)");
+    println!(
+        "cargo:rustc-env=AGENT_LEDGER_VERSION_LONG={} (commit {commit}, wasmtime {wasmtime})",
+        env::var("CARGO_PKG_VERSION").unwrap()
+    );
+}
+
+/// `builtins.json`: (built-in, SHA-256 of its component), in order.
+fn read_shipped(path: &Path) -> Result<Vec<(Builtin, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if doc["schema"].as_u64() != Some(BUILTINS_SCHEMA) {
+        return Err(format!(
+            "{}: `schema` is {}, this build reads {BUILTINS_SCHEMA}",
+            path.display(),
+            doc["schema"]
+        ));
+    }
+    let field = |i: usize, e: &Value, f: &str| -> Result<Value, String> {
+        e.get(f)
+            .cloned()
+            .ok_or_else(|| format!("{}: builtins[{i}] has no `{f}`", path.display()))
+    };
+    let mut out = Vec::new();
+    for (i, e) in doc["builtins"]
+        .as_array()
+        .ok_or_else(|| format!("{}: no `builtins` list", path.display()))?
+        .iter()
+        .enumerate()
+    {
+        let bad = |f: &str| format!("{}: builtins[{i}].{f} is malformed", path.display());
+        let name = field(i, e, "name")?
+            .as_str()
+            .ok_or_else(|| bad("name"))?
+            .to_string();
+        if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+            return Err(bad("name"));
+        }
+        let order = field(i, e, "order")?.as_u64().ok_or_else(|| bad("order"))?;
+        let needs = field(i, e, "needs")?
+            .as_array()
+            .ok_or_else(|| bad("needs"))?
+            .iter()
+            .map(|n| {
+                n.as_str()
+                    .filter(|n| NEEDS.iter().any(|(k, _)| k == n))
+                    .map(str::to_string)
+                    .ok_or_else(|| bad("needs"))
+            })
+            .collect::<Result<_, _>>()?;
+        let digest = field(i, e, "sha256")?
+            .as_str()
+            .ok_or_else(|| bad("sha256"))?
+            .to_string();
+        out.push((Builtin { name, order, needs }, digest));
+    }
+    Ok(out)
+}
+
+fn write_shipped(path: &Path, entries: &[(Builtin, String)]) {
+    let doc = json!({
+        "schema": BUILTINS_SCHEMA,
+        "comment": "The built-in property components shipped with the crate; written by `bash .ci/builtins` (AGENT_LEDGER_BUILTINS=update) from plugins/, checked by AGENT_LEDGER_BUILTINS=verify. Fields: README, \"Built-in components\".",
+        "builtins": entries.iter().map(|(b, d)| json!({
+            "name": b.name,
+            "order": b.order,
+            "needs": b.needs,
+            "sha256": d,
+        })).collect::<Vec<_>>(),
+    });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap();
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+}
+
+/// Fails the build unless the built components and their entries are the
+/// checked-in ones.
+fn verify_shipped(
+    dir: &Path,
+    path: &Path,
+    shipped: Result<Vec<(Builtin, String)>, String>,
+    built: &[(Builtin, String)],
+) {
+    let fix = "run `bash .ci/builtins` to rebuild them, review and commit `host/builtins/`";
+    let shipped = shipped.unwrap_or_else(|e| panic!("{e}: {fix}"));
+    let mut problems = Vec::new();
+    for (b, digest) in built {
+        match shipped.iter().find(|(s, _)| s.name == b.name) {
+            None => problems.push(format!("`{}` is built from source but not shipped", b.name)),
+            Some((s, d)) => {
+                if s != b {
+                    problems.push(format!(
+                        "`{}`: its crate says {b:?}, `{}` says {s:?}",
+                        b.name,
+                        path.display()
+                    ));
+                }
+                if d != digest {
+                    problems.push(format!(
+                        "`{}`: built from source it has SHA-256 {digest}, the shipped entry says {d}",
+                        b.name
+                    ));
+                }
+                let file = dir.join(format!("{}.wasm", b.name));
+                match std::fs::read(&file) {
+                    Ok(bytes) if hex(&Sha256::digest(&bytes)) == *digest => {}
+                    Ok(_) => problems.push(format!(
+                        "`{}` differs from the component built from source",
+                        file.display()
+                    )),
+                    Err(e) => problems.push(format!("`{}`: {e}", file.display())),
+                }
+            }
+        }
+    }
+    for (s, _) in &shipped {
+        if !built.iter().any(|(b, _)| b.name == s.name) {
+            problems.push(format!(
+                "`{}` is shipped but no plugin crate builds it",
+                s.name
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the shipped built-in components are not what the source builds (AGENT_LEDGER_BUILTINS=verify):\n  {}\n{fix}",
+        problems.join("\n  ")
+    );
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Builds every built-in from `plugins/` for `wasm32-wasip2`: (built-in,
+/// path of its component), in order.
+fn build_from_source(manifest_dir: &Path) -> Vec<(Builtin, PathBuf)> {
     let root = manifest_dir.parent().unwrap();
     let plugins = root.join("plugins");
     let manifest = plugins.join("Cargo.toml");
+    assert!(
+        manifest.is_file(),
+        "AGENT_LEDGER_BUILTINS=verify or update builds the components from `{}`, which is not here (a packaged crate ships only their bytes: unset AGENT_LEDGER_BUILTINS)",
+        manifest.display()
+    );
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
 
     let metadata = metadata(&cargo, &manifest);
@@ -46,13 +339,25 @@ fn main() {
     let builtins = builtins(packages);
     watch(root, packages, &builtins);
 
-    // A separate target dir: the outer cargo holds locks on its own.
+    // A separate target dir: the outer cargo holds locks on its own, and the
+    // remapping flags below would make other guest builds (clippy's, the
+    // tests') rebuild everything if they shared one.
     let target_dir = match env::var_os("CARGO_TARGET_DIR") {
         Some(d) => PathBuf::from(d),
         None => root.join("target"),
     }
-    .join("wasm-plugins");
+    .join("wasm-builtins");
     check_target_installed();
+
+    let cargo_home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let remap = [
+        format!("--remap-path-prefix={}=/agent-ledger", root.display()),
+        format!("--remap-path-prefix={}=/cargo", cargo_home.display()),
+    ]
+    .join("\x1f");
 
     let mut cmd = guest_cargo(&cargo);
     cmd.arg("build")
@@ -61,7 +366,8 @@ fn main() {
         .arg("--target=wasm32-wasip2")
         .arg("--manifest-path")
         .arg(&manifest)
-        .env("CARGO_TARGET_DIR", &target_dir);
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("CARGO_ENCODED_RUSTFLAGS", remap);
     for b in &builtins {
         cmd.arg("-p").arg(&b.name);
     }
@@ -72,40 +378,29 @@ fn main() {
     );
 
     let out = target_dir.join("wasm32-wasip2/release");
-    let mut generated = String::from(
-        "/// The built-in properties, in their default order.\npub const BUILTINS: &[Builtin] = &[\n",
-    );
-    for b in &builtins {
-        let wasm = out.join(format!("{}.wasm", b.name));
-        assert!(
-            wasm.exists(),
-            "component `{}` was not built",
-            wasm.display()
-        );
-        writeln!(
-            generated,
-            "    Builtin {{ name: {:?}, component: include_bytes!({:?}), needs: &[{}] }},",
-            b.name,
-            wasm.display().to_string(),
-            b.needs.join(", ")
-        )
-        .unwrap();
-    }
-    generated.push_str("];\n");
-    let dest = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("plugins.rs");
-    std::fs::write(dest, generated).unwrap();
-
-    templates(root);
+    builtins
+        .into_iter()
+        .map(|b| {
+            let wasm = out.join(format!("{}.wasm", b.name));
+            assert!(
+                wasm.exists(),
+                "component `{}` was not built",
+                wasm.display()
+            );
+            (b, wasm)
+        })
+        .collect()
 }
 
 /// Generates `templates.rs` in OUT_DIR: `TEMPLATE_FILES`, every file
 /// `agent-ledger plugin new` writes, embedded with `include_bytes!`: each
 /// language's `host/templates/LANG/` (a trailing `.tmpl` is dropped from the
-/// name, so no tool takes a template for a real manifest), the `wit/`
-/// directory for every language, and the guest helpers
-/// (`plugins/guest/src/helpers.rs`) vendored into the Rust template.
-fn templates(root: &Path) {
-    let templates = root.join("host/templates");
+/// name, so no tool takes a template for a real manifest), the WIT
+/// (`host/wit`, a link to the repository's `wit/`) for every language, and the guest helpers
+/// (`plugins/guest/src/helpers.rs`, through the
+/// `host/guest_helpers.rs` link, so a packaged crate has it) vendored into the Rust template.
+fn templates(host: &Path) {
+    let templates = host.join("templates");
     // (language, path in the project, source, whether placeholders are filled)
     let mut files: Vec<(String, String, PathBuf, bool)> = Vec::new();
     let mut langs: Vec<String> = std::fs::read_dir(&templates)
@@ -118,14 +413,14 @@ fn templates(root: &Path) {
             let rel = rel.strip_suffix(".tmpl").unwrap_or(&rel).to_string();
             files.push((lang.clone(), rel, path, true));
         }
-        for (rel, path) in walk_files(&root.join("wit")) {
+        for (rel, path) in walk_files(&host.join("wit")) {
             files.push((lang.clone(), format!("wit/{rel}"), path, false));
         }
     }
     files.push((
         "rust".into(),
         "src/helpers.rs".into(),
-        root.join("plugins/guest/src/helpers.rs"),
+        host.join("guest_helpers.rs"),
         false,
     ));
     files.sort();
@@ -147,9 +442,10 @@ fn templates(root: &Path) {
     }
     generated.push_str("];\n");
     println!("cargo:rerun-if-changed={}", templates.display());
+    println!("cargo:rerun-if-changed={}", host.join("wit").display());
     println!(
         "cargo:rerun-if-changed={}",
-        root.join("plugins/guest/src/helpers.rs").display()
+        host.join("guest_helpers.rs").display()
     );
     let dest = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("templates.rs");
     std::fs::write(dest, generated).unwrap();
@@ -230,7 +526,7 @@ fn builtins(packages: &[Value]) -> Vec<Builtin> {
                 NEEDS
                     .iter()
                     .find(|(k, _)| Some(*k) == n.as_str())
-                    .map(|(_, v)| *v)
+                    .map(|(k, _)| k.to_string())
                     .unwrap_or_else(|| {
                         panic!("built-in `{name}` needs {n}; known inputs: `trace`, `junit`")
                     })

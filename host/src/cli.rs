@@ -11,6 +11,7 @@ use std::path::PathBuf;
 #[command(
     name = "agent-ledger",
     version,
+    long_version = env!("AGENT_LEDGER_VERSION_LONG"),
     about = "Judge a captured coding-agent patch without false greens",
     long_about = "Judge a captured coding-agent patch without false greens.\n\n\
         Exit codes: 0 review/ok, 2 incomplete, 3 fixture_mismatch, 4 reject; \

@@ -159,8 +159,8 @@ pub fn init(repo: &Repo, ci: Option<Ci>) -> Result<Initialised> {
     crate::ledger::write_new(&config, text.as_bytes())?;
     if let (Some(path), Some(ci)) = (&ci_file, ci) {
         let workflow = match ci {
-            Ci::Github => include_str!("../../examples/ci/github-actions.yml"),
-            Ci::Gitlab => include_str!("../../examples/ci/gitlab-ci.yml"),
+            Ci::Github => include_str!("../ci/github-actions.yml"),
+            Ci::Gitlab => include_str!("../ci/gitlab-ci.yml"),
         };
         crate::ledger::write_new(path, workflow.as_bytes())?;
     }

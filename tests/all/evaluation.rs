@@ -596,6 +596,97 @@ fn the_base_run_is_cached_across_processes_and_a_forged_entry_is_not_trusted() {
     assert_ne!(fourth, third, "--no-cache read the cache");
 }
 
+// Red-team round 5: the disk cache was keyed by the environment's names
+// alone. A base run in an environment without a module failed the test
+// that needs it; after the module was installed into that same
+// environment, a patch that really broke the test reused the cached base
+// run ("failed on the base revision too") and was `review`.
+#[test]
+fn a_base_run_cached_before_the_environment_changed_is_not_reused() {
+    let mut repo = repo();
+    write(
+        &repo.path().join("calc.py"),
+        "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef double(x):\n    return 2 * x\n",
+    );
+    write(
+        &repo.path().join("tests/test_env.py"),
+        "import unittest\nfrom calc import double\n\n\nclass TestEnv(unittest.TestCase):\n    def test_double(self):\n        import helperlib\n        self.assertEqual(double(2), helperlib.FOUR)\n",
+    );
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "double"]);
+    repo.base = git(repo.path(), &["rev-parse", "HEAD"]);
+    let repo = repo;
+    let env = tempfile::Builder::new()
+        .prefix("al-env-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let lib = env.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let cache = tempdir();
+    let config = tempdir();
+    let config_file = config.path().join("agent-ledger.toml");
+    write(
+        &config_file,
+        "schema = 1\n[fixtures]\nnone = \"no data files\"\n",
+    );
+    let check = |run_id: &str, edit: &dyn Fn(&Path)| {
+        let patch = patch_of(&repo, edit);
+        run_with_stdin(
+            repo.path(),
+            &["capture", "--run", run_id, "--body", "-"],
+            Some(&patch),
+        )
+        .assert_code(0);
+        let pythonpath = format!("PYTHONPATH={}", lib.display());
+        run(
+            repo.path(),
+            &[
+                "check",
+                "--run",
+                run_id,
+                "--base",
+                &repo.base,
+                "--cache-dir",
+                cache.path().to_str().unwrap(),
+                "--config",
+                config_file.to_str().unwrap(),
+                "--test-cmd",
+                "python3 run_tests.py",
+                "--test-ro",
+                env.path().to_str().unwrap(),
+                "--test-env",
+                &pythonpath,
+                "--format",
+                "json",
+            ],
+        )
+    };
+    // Without helperlib the base fails test_double; the run is cached.
+    let out = check("before", &|root: &Path| {
+        write(&root.join("README.md"), "calc, documented\n")
+    });
+    let record = repo.properties("before");
+    assert!(
+        record.to_string().contains("fail_to_fail"),
+        "{}\n{record:#}",
+        out.stderr
+    );
+    // The environment gains the module; the patch breaks `double`.
+    write(&lib.join("helperlib.py"), "FOUR = 4\n");
+    let out = check("after", &|root: &Path| {
+        let text = std::fs::read_to_string(root.join("calc.py")).unwrap();
+        write(&root.join("calc.py"), text.replace("2 * x", "3 * x"));
+    });
+    let record = repo.properties("after");
+    assert_eq!(out.code, 4, "{}\n{record:#}", out.stdout);
+    let tests_pass = outcome(&record, "tests_pass");
+    assert_eq!(tests_pass["outcome"], "miss", "{tests_pass:#}");
+    assert!(
+        tests_pass["findings"].to_string().contains("test_double"),
+        "{tests_pass:#}"
+    );
+}
+
 // The red team's third finding: the agent added a package
 // `tests/test_calc/` whose stand-in `TestCalc` Python imports instead of
 // the evaluator's `tests/test_calc.py`, leaving `add` broken: `review`.

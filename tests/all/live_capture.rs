@@ -191,6 +191,12 @@ enum Reply {
     /// From a raw socket: a 200 head declaring the body's length, then the
     /// body one byte every `every`: never idle, never done.
     Trickle { body: Vec<u8>, every: Duration },
+    /// A whole JSON response whose body is sent as `Content-Encoding:
+    /// encoding`, unasked.
+    Encoded {
+        body: Vec<u8>,
+        encoding: &'static str,
+    },
 }
 
 /// A provider server on 127.0.0.1 for one test.
@@ -203,7 +209,19 @@ pub(crate) struct Server {
 impl Server {
     fn start(reply: Reply, request_id_header: &'static str) -> Server {
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let (reply, encoding) = match reply {
+            Reply::Encoded { body, encoding } => (
+                Reply::Whole {
+                    status: 200,
+                    body,
+                    stream: false,
+                },
+                Some(encoding),
+            ),
+            reply => (reply, None),
+        };
         match reply {
+            Reply::Encoded { .. } => unreachable!("served as a whole response"),
             Reply::Whole {
                 status,
                 body,
@@ -239,12 +257,14 @@ impl Server {
                             "application/json"
                         };
                         let length = (!stream || status != 200).then_some(body.len());
+                        let mut headers = vec![
+                            header("content-type", content_type),
+                            header(request_id_header, "req_live1"),
+                        ];
+                        headers.extend(encoding.map(|e| header("content-encoding", e)));
                         let response = tiny_http::Response::new(
                             status.into(),
-                            vec![
-                                header("content-type", content_type),
-                                header(request_id_header, "req_live1"),
-                            ],
+                            headers,
                             std::io::Cursor::new(body.clone()),
                             length,
                             None,
@@ -1305,6 +1325,49 @@ fn a_key_sent_back_escaped_or_split_across_events_is_masked_and_reported() {
         .assert_code(0);
         assert_no_key_anywhere(dir.path());
     }
+}
+
+// Red-team round 5: a server that gzips its body unasked sent the key in
+// bytes no masking layer could read; the ledger kept them (gunzip gave the
+// key back) and the receipt said nothing of the key.
+#[test]
+fn a_body_encoded_unasked_is_not_stored_and_the_capture_is_incomplete() {
+    use std::io::Write as _;
+    let api = APIS.iter().find(|a| !a.stream).unwrap();
+    let plain = String::from_utf8(recorded(api.complete)).unwrap().replace(
+        "diff --git a/README.md",
+        &format!("{KEY} diff --git a/README.md"),
+    );
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(plain.as_bytes()).unwrap();
+    let gzipped = gz.finish().unwrap();
+    let dir = tempdir();
+    let server = Server::start(
+        Reply::Encoded {
+            body: gzipped.clone(),
+            encoding: "gzip",
+        },
+        api.request_id_header,
+    );
+    let out = live(dir.path(), "run-1", &server, api, &[]);
+    out.assert_code(2);
+    assert_eq!(
+        server.seen()[0].header("accept-encoding"),
+        Some("identity"),
+        "the request must ask for the body as it is"
+    );
+    let r = check_receipt(dir.path(), "run-1", &out);
+    let reasons = r["reasons"].to_string();
+    assert!(reasons.contains("`gzip`"), "{r:#}");
+    let response =
+        std::fs::read(transcripts(dir.path()).join("run-1.response")).unwrap_or_default();
+    assert!(
+        !response
+            .windows(16)
+            .any(|w| gzipped.windows(16).any(|g| g == w)),
+        "the encoded body was stored"
+    );
+    assert_no_key_anywhere(dir.path());
 }
 
 // A server that sends a byte every 200 ms never trips `--idle-timeout`;

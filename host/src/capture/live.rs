@@ -361,6 +361,9 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
     let mut req = agent
         .post(call.endpoint.url(call.provider))
         .header("content-type", "application/json")
+        // The body is masked as the bytes it is: a compressed one would
+        // carry the key where no layer of `secret` can see it.
+        .header("accept-encoding", "identity")
         .header(
             "accept",
             if call.stream {
@@ -404,6 +407,27 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
         .or_else(|| header("request-id"))
         .map(|id| secret::mask_text(id, &call.key.0, &mut received.key_echoed));
     received.declared_bytes = header("content-length").and_then(|v| v.parse().ok());
+    // Asked for `identity`, a server that encodes the body anyway (gzip,
+    // br, ...) sends bytes the key could hide in: none of them is stored.
+    let encoded = header("content-encoding")
+        .filter(|v| !v.eq_ignore_ascii_case("identity"))
+        .or_else(|| {
+            header("transfer-encoding").filter(|v| {
+                v.split(',').any(|c| {
+                    !matches!(
+                        c.trim().to_ascii_lowercase().as_str(),
+                        "chunked" | "identity"
+                    )
+                })
+            })
+        });
+    if let Some(encoding) = encoded {
+        let encoding = secret::mask_text(encoding, &call.key.0, &mut received.key_echoed);
+        received.transport_error = Some(format!(
+            "the server sent its body encoded as `{encoding}` after being asked for `Accept-Encoding: identity`; the body is not stored (the API key could not be masked in it)"
+        ));
+        return Ok(received);
+    }
     // Unlimited in ureq; the cap is ours, so the bytes past it are counted
     // as a cut rather than an error of the command.
     let mut reader = response.into_body().into_reader();

@@ -60,7 +60,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 mod bindings {
-    wasmtime::component::bindgen!({ path: "../wit", world: "plugin" });
+    wasmtime::component::bindgen!({ path: "wit", world: "plugin" });
 }
 
 use bindings::agent_ledger::property::types as wit;
