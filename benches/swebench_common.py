@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 
+NON_TEST_EXTS = (".json", ".png", ".csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
+
 
 def load_jsonl(path):
     with open(path) as f:
@@ -25,7 +27,14 @@ class Instance:
         if os.path.exists(kf):
             known = json.load(open(kf)).get(instance_id, [])
         self.repo = os.path.join(data, "repos", row["repo"].replace("/", "__"))
-        self.files = sorted({l.split(" b/", 1)[1] for l in row["test_patch"].splitlines() if l.startswith("diff --git a/")})
+        # The harness's test files: the b/ sides, data files left out (as
+        # `swebench import` does, host/src/swebench/mod.rs NON_TEST_EXTS);
+        # pytest given flask-4992's tests/static/config.toml runs nothing.
+        self.files = sorted(
+            f
+            for f in {l.split(" b/", 1)[1] for l in row["test_patch"].splitlines() if l.startswith("diff --git a/")}
+            if not f.endswith(NON_TEST_EXTS)
+        )
         self.cmd = self.env["cmd"].replace("<test files touched by test_patch>", " ".join("'%s'" % f for f in self.files))
         self.ids = {}
         for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):

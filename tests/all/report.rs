@@ -554,3 +554,36 @@ fn usage_errors_and_missing_runs() {
     )
     .assert_code(66);
 }
+
+/// `--fail-on` turns the statuses a gate cares about into the exit code,
+/// after every report is written, so CI never greps JSON.
+#[test]
+fn fail_on_gives_the_exit_code_of_the_most_severe_listed_status() {
+    let repo = ledger();
+    let out = Out::new();
+    let md = out.arg("summary.md");
+    let gate = |list: &str, runs: &[&str]| {
+        let mut args = vec!["report", "--markdown", &md, "--fail-on", list];
+        for r in runs {
+            args.extend_from_slice(&["--run", r]);
+        }
+        run(repo.path(), &args)
+    };
+    // The ledger holds review, reject, incomplete and not classified runs.
+    let res = gate("reject,incomplete", &[]);
+    res.assert_code(4);
+    assert!(
+        res.stderr.contains("1 reject, 1 incomplete"),
+        "{}",
+        res.stderr
+    );
+    assert!(out.read("summary.md").contains("reject"));
+    gate("incomplete", &[]).assert_code(2);
+    gate("not_classified", &[]).assert_code(2);
+    gate("fixture_mismatch", &[]).assert_code(0);
+    gate("reject,incomplete,not_classified", &["good"]).assert_code(0);
+    gate("reject", &["good", "bad"]).assert_code(4);
+    let bad = gate("review", &[]);
+    bad.assert_code(64);
+    assert!(bad.stderr.contains("review"), "{}", bad.stderr);
+}

@@ -1,6 +1,7 @@
 //! `agent-ledger report`: CI reports (JUnit, SARIF, Markdown, HTML, GitHub
 //! workflow commands) from the runs in a ledger. Exit 0 when every report
-//! is written; 65 after writing them when a run's chain is broken.
+//! is written; 65 after writing them when a run's chain is broken; with
+//! `--fail-on`, the exit code of the most severe listed status a run has.
 
 use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, OutputFormat};
@@ -48,10 +49,73 @@ pub struct ReportArgs {
     /// The dataset, for `total_instances` [default: the submitted ones].
     #[arg(long, value_name = "FILE", requires = "swebench")]
     pub dataset: Option<PathBuf>,
+    /// Exit non-zero, after writing every report, when a reported run has
+    /// one of these statuses (comma-separated: `reject`,
+    /// `fixture_mismatch`, `incomplete`, `not_classified`), so a CI gate
+    /// reads the exit code: 4 when one is `reject`, else 3 for
+    /// `fixture_mismatch`, else 2 (`incomplete`, `not_classified`). A broken
+    /// chain is always exit 65.
+    #[arg(long, value_name = "STATUSES", value_delimiter = ',')]
+    pub fail_on: Vec<FailOn>,
     #[command(flatten)]
     pub scope: ScopeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// A status `--fail-on` may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum FailOn {
+    Reject,
+    FixtureMismatch,
+    Incomplete,
+    NotClassified,
+}
+
+impl FailOn {
+    fn status(self) -> Status {
+        match self {
+            FailOn::Reject => Status::Reject,
+            FailOn::FixtureMismatch => Status::FixtureMismatch,
+            FailOn::Incomplete => Status::Incomplete,
+            FailOn::NotClassified => Status::NotClassified,
+        }
+    }
+}
+
+/// The exit code `--fail-on` asks for: the most severe listed status a
+/// trial has, and a line naming how many runs have each.
+fn fail_on(listed: &[FailOn], trials: &[report::Trial]) -> Option<(ExitCode, String)> {
+    let mut hit: Vec<(Status, usize)> = Vec::new();
+    for f in listed {
+        let status = f.status();
+        let n = trials.iter().filter(|t| t.status == status).count();
+        if n > 0 && !hit.iter().any(|(s, _)| *s == status) {
+            hit.push((status, n));
+        }
+    }
+    let code = if hit.iter().any(|(s, _)| *s == Status::Reject) {
+        ExitCode::Reject
+    } else if hit.iter().any(|(s, _)| *s == Status::FixtureMismatch) {
+        ExitCode::FixtureMismatch
+    } else if hit.is_empty() {
+        return None;
+    } else {
+        ExitCode::Incomplete
+    };
+    let counts: Vec<String> = hit
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.label()))
+        .collect();
+    Some((
+        code,
+        format!(
+            "--fail-on: {} of {} run(s) reported",
+            counts.join(", "),
+            trials.len()
+        ),
+    ))
 }
 
 impl ReportArgs {
@@ -134,6 +198,10 @@ impl ReportArgs {
                     broken.join(", ")
                 ),
             ));
+        }
+        if let Some((code, line)) = fail_on(&self.fail_on, &trials) {
+            eprintln!("{line}");
+            return Ok(code);
         }
         Ok(ExitCode::Ok)
     }
