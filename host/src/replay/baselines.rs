@@ -77,14 +77,7 @@ fn environment(test: &TestCommand) -> String {
     };
     for dir in std::env::split_paths(&path).filter(|d| d.is_absolute()) {
         stat(&dir);
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for e in &entries {
+        for e in &children(&dir) {
             stat(e);
         }
     }
@@ -106,18 +99,24 @@ fn environment(test: &TestCommand) -> String {
                 std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir())
             };
             if is_dir {
-                let mut entries: Vec<PathBuf> = std::fs::read_dir(&p)
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .map(|e| e.path())
-                    .collect();
-                entries.sort_by(|a, b| b.cmp(a));
-                todo.extend(entries);
+                // Reversed onto the stack, so they are walked in order.
+                todo.extend(children(&p).into_iter().rev());
             }
         }
     }
     hex::encode(hasher.finalize())
+}
+
+/// The entries of `dir` (none if it cannot be read), sorted.
+fn children(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    entries
 }
 
 /// One path's metadata line of [`environment`].
