@@ -155,11 +155,20 @@ fn version(host: &Path) {
     let root = host.parent().unwrap();
     let git_dir = root.join(".git");
     let commit = if git_dir.exists() {
-        println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
+        // Only files that exist (a missing one would rerun this script on
+        // every build): a worktree's `.git` is a file, and a branch may
+        // live in `packed-refs`.
+        let watch = |p: PathBuf| {
+            if p.is_file() {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        };
+        watch(git_dir.join("HEAD"));
         if let Ok(head) = std::fs::read_to_string(git_dir.join("HEAD"))
             && let Some(r) = head.trim().strip_prefix("ref: ")
         {
-            println!("cargo:rerun-if-changed={}", git_dir.join(r).display());
+            watch(git_dir.join(r));
+            watch(git_dir.join("packed-refs"));
         }
         Command::new("git")
             .arg("-C")
