@@ -409,17 +409,26 @@ fn exchange(call: &Call<'_>, request: &[u8], sink: &mut Growing) -> Result<Recei
     received.declared_bytes = header("content-length").and_then(|v| v.parse().ok());
     // Asked for `identity`, a server that encodes the body anyway (gzip,
     // br, ...) sends bytes the key could hide in: none of them is stored.
-    let encoded = header("content-encoding")
-        .filter(|v| !v.eq_ignore_ascii_case("identity"))
-        .or_else(|| {
-            header("transfer-encoding").filter(|v| {
-                v.split(',').any(|c| {
-                    !matches!(
-                        c.trim().to_ascii_lowercase().as_str(),
-                        "chunked" | "identity"
-                    )
-                })
-            })
+    // Every value of either header counts, and one that is not text is an
+    // encoding too.
+    let encoded = ["content-encoding", "transfer-encoding"]
+        .into_iter()
+        .flat_map(|name| {
+            response
+                .headers()
+                .get_all(name)
+                .iter()
+                .map(move |v| (name, v))
+        })
+        .find_map(|(name, v)| {
+            let Ok(text) = v.to_str() else {
+                return Some(String::from_utf8_lossy(v.as_bytes()).into_owned());
+            };
+            let plain = |c: &str| {
+                let c = c.trim().to_ascii_lowercase();
+                c == "identity" || c.is_empty() || (name == "transfer-encoding" && c == "chunked")
+            };
+            (!text.split(',').all(plain)).then(|| text.trim().to_string())
         });
     if let Some(encoding) = encoded {
         let encoding = secret::mask_text(encoding, &call.key.0, &mut received.key_echoed);
