@@ -8,12 +8,11 @@
 //! read goes through a cap-std `Dir` on the repository, so neither can a
 //! root reached through a link.
 
-use crate::digest::sha256_hex;
+use crate::digest::{sha256_hex, sha256_reader};
 use crate::exit::{Error, Result};
 use crate::record::{Drift, FixtureLock, LockEntry};
 use cap_std::fs::Dir;
 use rayon::prelude::*;
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
@@ -204,32 +203,6 @@ fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {
     }
 }
 
-/// Streams a file through SHA-256 with one read buffer per thread: a
-/// fixture tree is mostly small files, and a fresh large buffer for each is
-/// most of their cost.
-fn sha256_reader(mut file: fs::File) -> std::io::Result<(String, u64)> {
-    use sha2::{Digest, Sha256};
-    use std::io::Read;
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 256 * 1024]);
-    }
-    BUF.with_borrow_mut(|buf| {
-        let mut hasher = Sha256::new();
-        let mut total = 0u64;
-        loop {
-            let n = match file.read(buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            hasher.update(&buf[..n]);
-            total += n as u64;
-        }
-        Ok((hex::encode(hasher.finalize()), total))
-    })
-}
-
 /// in-toto `dirHash`: sha256 of `"<sha256>  <path>\n"` for every regular file,
 /// sorted bytewise by path. Equal to
 /// `find . -type f | cut -c3- | LC_ALL=C sort | xargs -r sha256sum | sha256sum`.
@@ -345,6 +318,7 @@ pub fn compare(locked: &[LockEntry], now: &[LockEntry]) -> Drift {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn file(path: &str, content: &str) -> LockEntry {
         LockEntry {

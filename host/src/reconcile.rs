@@ -20,33 +20,78 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// Paths where the working tree differs from `base` (a begun run's) or
-/// HEAD; with `ignored`, every git-ignored file too. The tree is seen
-/// through a git directory of our own (`Repo::isolated`) with
-/// an index read from `base`, so nothing the agent did to the workspace's
-/// index (staged changes, `assume-unchanged` or `skip-worktree` bits) or to
-/// the repository's git directory (`info/attributes`, a filter in its
-/// config, `info/exclude`) hides a change or runs a program.
+/// HEAD; with `ignored`, every git-ignored file too. Judged in process
+/// against the base's tree (`git::worktree_delta`), so nothing the agent
+/// did to the workspace's index (staged changes, `assume-unchanged` or
+/// `skip-worktree` bits) or to the repository's git directory
+/// (`info/attributes`, a filter in its config, `info/exclude`) hides a
+/// change or runs a program.
 pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<BTreeSet<Vec<u8>>> {
     // The hermetic git of `git`: no global config, excludes file, fsmonitor
     // or hook of the agent's choosing takes part in judging its tree.
     let git = crate::git::Repo::open(repo)?;
     // Without a begun run, HEAD is the base (trusted in this mode: an agent
-    // that can commit can move it); still judged through our own index, so
-    // the repository's `skip-worktree` or `assume-unchanged` bits hide
-    // nothing. A repository without a commit has nothing to read a tree from.
-    let head;
+    // that can commit can move it). A repository without a commit has
+    // nothing to read a tree from: every file is new.
     let base = match base {
-        Some(b) => b,
-        None => match git.resolve_commit("HEAD") {
-            Ok(h) => {
-                head = h;
-                head.as_str()
-            }
-            Err(_) => return status(&git, ignored),
-        },
+        Some(b) => Some(b.to_string()),
+        None => git.resolve_commit("HEAD").ok(),
+    };
+    let listing = base.as_deref().map(|b| git.listing(b)).transpose()?;
+    changed_against(&git, base.as_deref(), listing.as_ref(), ignored)
+}
+
+/// Paths where `git`'s working tree differs from `listing` (of `base`;
+/// `None`: a repository without a commit); with `ignored`, git-ignored
+/// files are changes too, else `.gitignore` files (never the git
+/// directory's `info/exclude`) may excuse new ones.
+pub fn changed_against(
+    git: &crate::git::Repo,
+    base: Option<&str>,
+    listing: Option<&crate::git::Listing>,
+    ignored: bool,
+) -> Result<BTreeSet<Vec<u8>>> {
+    let empty;
+    let listing = match listing {
+        Some(l) => l,
+        None => {
+            empty = crate::git::Listing::default();
+            &empty
+        }
     };
     let scratch = crate::replay::tempdir()?;
-    let isolated = git.isolated(base, scratch.path())?;
+    // Our own git directory: HEAD at the base (or unborn), no config, no
+    // `info/exclude`.
+    let isolated = git.isolated(base.unwrap_or("ref: refs/heads/unborn"), scratch.path())?;
+    // What the last walk of this tree against this base learnt.
+    let cache = base.and_then(|b| {
+        crate::git::StatCache::load(&crate::resolve::default_cache_dir()?, &git.root, b, listing)
+    });
+    let delta = crate::git::worktree_delta(&git.root, listing, cache.as_ref())?;
+    if let Some(c) = cache {
+        c.store();
+    }
+    let (mut changed, untracked) = match delta {
+        crate::git::Delta::Paths { changed, untracked } => (changed, untracked),
+        // A checked-out submodule: git status on a private index from the
+        // base knows its commit and whether its tree is dirty.
+        crate::git::Delta::Submodule(_) => {
+            let base = base.ok_or_else(|| {
+                Error::Internal("a submodule needs a commit to be judged from".into())
+            })?;
+            read_tree(&isolated, base)?;
+            return status(&isolated, ignored);
+        }
+    };
+    if !ignored && !untracked.is_empty() {
+        for p in ignored_among(&isolated, &untracked)? {
+            changed.remove(&p);
+        }
+    }
+    Ok(changed)
+}
+
+fn read_tree(isolated: &crate::git::Repo, base: &str) -> Result<()> {
     let out = isolated
         .command()
         .args(["read-tree", base])
@@ -55,11 +100,59 @@ pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<B
     if !out.status.success() {
         return Err(Error::Missing(format!(
             "`{}`: git read-tree {base} failed: {}",
-            repo.display(),
+            isolated.root.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    status(&isolated, ignored)
+    Ok(())
+}
+
+/// Which of `paths` (new paths; `dir/` for a directory) git ignores, by
+/// the `.gitignore` files of the tree alone: one `git check-ignore`.
+fn ignored_among(isolated: &crate::git::Repo, paths: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = isolated
+        .command()
+        .args(["check-ignore", "--no-index", "-z", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Internal(format!("cannot run git check-ignore: {e}")))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let input: Vec<u8> = paths
+        .iter()
+        .flat_map(|p| {
+            let p = p.strip_suffix(b"/").unwrap_or(p);
+            p.iter().copied().chain([0])
+        })
+        .collect();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::Internal(format!("cannot run git check-ignore: {e}")))?;
+    let _ = writer.join();
+    // 0: some are ignored, 1: none is.
+    if !matches!(out.status.code(), Some(0 | 1)) {
+        return Err(Error::Internal(format!(
+            "git check-ignore failed in `{}`: {}",
+            isolated.root.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let wanted: std::collections::HashSet<&[u8]> = paths.iter().map(Vec::as_slice).collect();
+    Ok(out
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| {
+            let mut dir = p.to_vec();
+            dir.push(b'/');
+            [p.to_vec(), dir]
+        })
+        .filter(|p| wanted.contains(p.as_slice()))
+        .collect())
 }
 
 /// `git status` of `git`'s working tree as a set of changed paths.
@@ -408,8 +501,9 @@ pub fn reconcile(
         Some(b) => Some(b.to_string()),
         None => git.resolve_commit("HEAD").ok(),
     };
+    let listing = start.as_deref().map(|rev| git.listing(rev)).transpose()?;
     let changed = match tree {
-        Judged::Worktree => changed_paths(repo, ignored, base)?,
+        Judged::Worktree => changed_against(&git, start.as_deref(), listing.as_ref(), ignored)?,
         Judged::Snapshot { git, tree } => changed_in_tree(
             git,
             start
@@ -461,8 +555,8 @@ pub fn reconcile(
         .collect();
     // Continuity: each path's first span against the base.
     let first_paths: Vec<&[u8]> = judged.firsts.iter().map(|f| f.path).collect();
-    let mut at_start = match &start {
-        Some(rev) => git.entries_at(rev, &first_paths)?,
+    let mut at_start = match &listing {
+        Some(l) => git.entries_in(l, &first_paths)?,
         None => Default::default(),
     };
     let mut breaks: Vec<SpanBreak> = judged

@@ -21,7 +21,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod checkout;
+mod delta;
+mod stat_cache;
 pub use checkout::{Applied, Checkout, ModeChange, NameStatus};
+pub use delta::{Delta, Listing, TreeEntry, worktree_delta};
+pub use stat_cache::StatCache;
 
 /// The empty tree of each object format: where attributes are read from.
 const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -342,8 +346,47 @@ impl Repo {
                 }
             }
         }
+        let hashes = self.blob_sha256s(&blobs)?;
+        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
+            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
+        }
+        Ok(out)
+    }
+
+    /// What each of `paths` is in `listing` (a listing of this
+    /// repository's), as [`Repo::entries_at`] says it: one `git cat-file`
+    /// for the blobs, nothing for the tree.
+    pub fn entries_in(
+        &self,
+        listing: &Listing,
+        paths: &[&[u8]],
+    ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
+        let mut out: BTreeMap<Vec<u8>, Option<String>> = BTreeMap::new();
+        let mut blobs: Vec<(Vec<u8>, agent_ledger_trace::entry::Kind, String)> = Vec::new();
+        for p in paths {
+            let slot = out.entry(p.to_vec()).or_default();
+            let Some(e) = listing.get(p) else { continue };
+            let mode = format!("{:o}", e.mode);
+            match agent_ledger_trace::entry::Kind::from_git_mode(&mode) {
+                Some(k) => blobs.push((p.to_vec(), k, e.oid.clone())),
+                None => *slot = Some(format!("{mode}:{}", e.oid)),
+            }
+        }
+        let hashes = self.blob_sha256s(&blobs)?;
+        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
+            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
+        }
+        Ok(out)
+    }
+
+    /// The sha256 of each blob's bytes (hex), in order: one `git cat-file
+    /// --batch`, each blob streamed through the hash.
+    fn blob_sha256s(
+        &self,
+        blobs: &[(Vec<u8>, agent_ledger_trace::entry::Kind, String)],
+    ) -> Result<Vec<String>> {
         if blobs.is_empty() {
-            return Ok(out);
+            return Ok(Vec::new());
         }
         // Each blob's bytes, streamed through sha256.
         let mut child = self
@@ -368,7 +411,7 @@ impl Repo {
             use sha2::Digest;
             use std::io::{BufRead, Read};
             let mut hashes = Vec::new();
-            for _ in &blobs {
+            for _ in blobs {
                 let mut header = String::new();
                 reader.read_line(&mut header)?;
                 let size: u64 = header
@@ -399,10 +442,7 @@ impl Repo {
         if !status.success() {
             return Err(Error::Internal("git cat-file --batch failed".into()));
         }
-        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
-            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
-        }
-        Ok(out)
+        Ok(hashes)
     }
 
     /// A command in a trial tree: its own index and object directory.

@@ -1,0 +1,204 @@
+//! What a walk of a working tree learnt, kept for the next walk of the same
+//! tree against the same base: for each tracked file that held the base's
+//! bytes, the stat data it had then (device, inode, mode, size, mtime and
+//! ctime to the nanosecond). A file whose stat data is still exactly that is
+//! not read again; anything else is read and hashed.
+//!
+//! Why this can be trusted:
+//! - The entry is sealed (`sandbox::seal`: HMAC-SHA256 under the per-user
+//!   cache key, the key the test command and `trace exec` never see) over
+//!   the tree's path and the base commit, so a forged or edited file is
+//!   ignored. A replayed old one only says what was true: a file still
+//!   holding that stat data was never written since.
+//! - Writing a file's bytes sets its ctime to the present, and nobody
+//!   without the right to set the clock can set a ctime. Only a file whose
+//!   ctime and mtime are at least [`SETTLED`] old is recorded, so a write
+//!   after the walk began cannot leave the ctime it had; and a page of a
+//!   shared writable mapping that was already dirty (written through it
+//!   without a new ctime) has been written back by the kernel long before
+//!   that (30 s by default), after which the next write sets the ctime.
+//! - An index aligned with the base's listing (entry `i` is the listing's
+//!   path `i`): no path is read from the file.
+
+use super::Listing;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+/// How old a file's ctime and mtime must be before its stat data stands
+/// for its bytes.
+pub const SETTLED: Duration = Duration::from_secs(60);
+
+const DOMAIN: &str = "agent-ledger worktree stat cache v1";
+const RECORD: usize = 56;
+
+/// Stat data that changes whenever a file's bytes, mode or identity do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    size: u64,
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+}
+
+impl Stat {
+    pub fn of_metadata(m: &std::fs::Metadata) -> Stat {
+        Stat {
+            dev: m.dev(),
+            ino: m.ino(),
+            mode: m.mode(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec() as u32),
+            ctime: (m.ctime(), m.ctime_nsec() as u32),
+        }
+    }
+
+    pub fn of_stat(s: &nix::sys::stat::FileStat) -> Stat {
+        Stat {
+            dev: s.st_dev,
+            ino: s.st_ino,
+            mode: s.st_mode,
+            size: s.st_size as u64,
+            mtime: (s.st_mtime, s.st_mtime_nsec as u32),
+            ctime: (s.st_ctime, s.st_ctime_nsec as u32),
+        }
+    }
+
+    /// Whether both times are before `limit` (seconds since the epoch).
+    fn settled_before(&self, limit: i64) -> bool {
+        self.mtime.0 < limit && self.ctime.0 < limit
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[1, 0, 0, 0]);
+        out.extend_from_slice(&self.mode.to_le_bytes());
+        for v in [self.dev, self.ino, self.size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.mtime.0.to_le_bytes());
+        out.extend_from_slice(&self.ctime.0.to_le_bytes());
+        out.extend_from_slice(&self.mtime.1.to_le_bytes());
+        out.extend_from_slice(&self.ctime.1.to_le_bytes());
+    }
+
+    fn read(rec: &[u8]) -> Option<Stat> {
+        if rec[0] != 1 {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(rec[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(rec[i..i + 8].try_into().expect("8 bytes"));
+        Some(Stat {
+            mode: u32_at(4),
+            dev: u64_at(8),
+            ino: u64_at(16),
+            size: u64_at(24),
+            mtime: (u64_at(32) as i64, u32_at(48)),
+            ctime: (u64_at(40) as i64, u32_at(52)),
+        })
+    }
+}
+
+/// The cache of one tree against one base, as loaded, and what this walk
+/// confirms.
+pub struct StatCache {
+    path: PathBuf,
+    id: String,
+    known: Vec<Option<Stat>>,
+    confirmed: Vec<OnceLock<Stat>>,
+    /// Seconds since the epoch before which a file's times must lie.
+    settled: i64,
+}
+
+impl StatCache {
+    /// The cache in `dir` for the tree at `root` against `base` (a full
+    /// commit id) listed as `listing`; empty when there is none or it does
+    /// not verify. `None` without a per-user key (nothing could be
+    /// trusted, so nothing is kept).
+    pub fn load(dir: &Path, root: &Path, base: &str, listing: &Listing) -> Option<StatCache> {
+        crate::sandbox::cache_key_path()?;
+        let id = format!("{}\0{base}\0{}", root.display(), listing.len());
+        let path = dir
+            .join("worktree-stat")
+            .join(&crate::digest::sha256_hex(id.as_bytes())[..32]);
+        let body = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| crate::sandbox::open_sealed(DOMAIN, &id, &bytes))
+            .filter(|b| b.len() == listing.len() * RECORD);
+        let known = match body {
+            Some(b) => b.chunks_exact(RECORD).map(Stat::read).collect(),
+            None => vec![None; listing.len()],
+        };
+        let start = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        Some(StatCache {
+            path,
+            id,
+            known,
+            confirmed: (0..listing.len()).map(|_| OnceLock::new()).collect(),
+            settled: start.saturating_sub(SETTLED).as_secs() as i64,
+        })
+    }
+
+    /// The stat data entry `i` had when it last held the base's bytes.
+    pub fn known(&self, i: usize) -> Option<&Stat> {
+        self.known.get(i)?.as_ref()
+    }
+
+    /// Entry `i` holds the base's bytes with stat data `stat` (kept when
+    /// settled).
+    pub fn confirm(&self, i: usize, stat: Stat) {
+        if stat.settled_before(self.settled) {
+            let _ = self.confirmed[i].set(stat);
+        }
+    }
+
+    /// Writes what this walk confirmed, when it differs from what was
+    /// loaded. A cache that cannot be written is only a slower next walk.
+    pub fn store(self) {
+        let confirmed: Vec<Option<Stat>> = self
+            .confirmed
+            .into_iter()
+            .map(OnceLock::into_inner)
+            .collect();
+        if confirmed == self.known || confirmed.iter().all(Option::is_none) {
+            return;
+        }
+        let mut body = Vec::with_capacity(confirmed.len() * RECORD);
+        for c in &confirmed {
+            match c {
+                Some(s) => s.write(&mut body),
+                None => body.extend_from_slice(&[0; RECORD]),
+            }
+        }
+        if let Some(sealed) = crate::sandbox::seal(DOMAIN, &self.id, &body) {
+            let _ = crate::sandbox::write_cache_entry(&self.path, &sealed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let s = Stat {
+            dev: 66306,
+            ino: 1 << 40,
+            mode: 0o100755,
+            size: 12,
+            mtime: (1_700_000_000, 999_999_999),
+            ctime: (-5, 1),
+        };
+        let mut out = Vec::new();
+        s.write(&mut out);
+        assert_eq!(out.len(), RECORD);
+        assert_eq!(Stat::read(&out), Some(s));
+        assert_eq!(Stat::read(&[0; RECORD]), None);
+        assert!(s.settled_before(1_700_000_001) && !s.settled_before(1_700_000_000));
+    }
+}
