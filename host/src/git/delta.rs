@@ -253,11 +253,11 @@ impl Walk<'_> {
             if matches!(name.to_bytes(), b"." | b".." | b".git") {
                 continue;
             }
-            let kind = entry.file_type().and_then(|t| match t {
-                nix::dir::Type::Directory => Some(Kind::Dir),
-                nix::dir::Type::File => Some(Kind::File),
-                nix::dir::Type::Symlink => Some(Kind::Link),
-                _ => Some(Kind::Other),
+            let kind = entry.file_type().map(|t| match t {
+                nix::dir::Type::Directory => Kind::Dir,
+                nix::dir::Type::File => Kind::File,
+                nix::dir::Type::Symlink => Kind::Link,
+                _ => Kind::Other,
             });
             names.push((name.to_owned(), kind));
         }
