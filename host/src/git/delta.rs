@@ -414,10 +414,26 @@ fn open_at(dirfd: RawFd, name: &CStr, extra: OFlag) -> nix::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Whether the directory `fd` holds an entry named `.git` (a repository's
-/// directory or a `gitdir:` file).
+/// Whether the directory `fd` holds another repository as git decides it:
+/// a `.git` directory with a `HEAD`, or a `.git` file naming one
+/// (`gitdir: `). Any other `.git` entry is not listed, and the directory is
+/// walked.
 fn holds_dot_git(fd: &OwnedFd) -> bool {
-    nix::sys::stat::fstatat(Some(fd.as_raw_fd()), c".git", AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+    let at = Some(fd.as_raw_fd());
+    match nix::sys::stat::fstatat(at, c".git", AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(st) if kind_of_mode(st.st_mode) == Kind::Dir => {
+            nix::sys::stat::fstatat(at, c".git/HEAD", AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+        }
+        Ok(st) if kind_of_mode(st.st_mode) == Kind::File => {
+            use std::io::Read;
+            let Ok(file) = open_at(fd.as_raw_fd(), c".git", OFlag::O_NONBLOCK) else {
+                return false;
+            };
+            let mut head = [0u8; 8];
+            std::fs::File::from(file).read_exact(&mut head).is_ok() && &head == b"gitdir: "
+        }
+        _ => false,
+    }
 }
 
 /// A blob id being computed: `blob LEN\0` and the bytes, through SHA-1 or
