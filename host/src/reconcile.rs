@@ -60,9 +60,9 @@ pub fn changed_against(
         }
     };
     let scratch = crate::replay::tempdir()?;
-    // Our own git directory: HEAD at the base (or unborn), no config, no
-    // `info/exclude`.
-    let isolated = git.isolated(base.unwrap_or("ref: refs/heads/unborn"), scratch.path())?;
+    // Our own git directory, made only when git must look: HEAD at the
+    // base (or unborn), no config, no `info/exclude`.
+    let isolated = || git.isolated(base.unwrap_or("ref: refs/heads/unborn"), scratch.path());
     // What the last walk of this tree against this base learnt.
     let cache = base.and_then(|b| {
         crate::git::StatCache::load(&crate::resolve::default_cache_dir()?, &git.root, b, listing)
@@ -79,12 +79,13 @@ pub fn changed_against(
             let base = base.ok_or_else(|| {
                 Error::Internal("a submodule needs a commit to be judged from".into())
             })?;
+            let isolated = isolated()?;
             read_tree(&isolated, base)?;
             return status(&isolated, ignored);
         }
     };
     if !ignored && !untracked.is_empty() {
-        for p in ignored_among(&isolated, &untracked)? {
+        for p in ignored_among(&isolated()?, &untracked)? {
             changed.remove(&p);
         }
     }
