@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn a_listing_knows_its_directories() {
-        let raw = b"100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta/b/c.txt\0160000 commit 1111111111111111111111111111111111111111\tsub\0120000 blob 2222222222222222222222222222222222222222\ttop link\0";
+        let raw = b"100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta/b/c.txt\x00160000 commit 1111111111111111111111111111111111111111\tsub\x00120000 blob 2222222222222222222222222222222222222222\ttop link\0";
         let l = parse_listing(raw, false).unwrap();
         assert_eq!(l.len(), 3);
         assert!(l.dirs.contains(&b"a"[..]) && l.dirs.contains(&b"a/b"[..]));
