@@ -106,6 +106,8 @@ pub struct CaptureInput<'a> {
     /// Who may read the stored body and patch: `Private` when the body
     /// came from a file only its owner can read.
     pub access: ledger::Access,
+    /// The commits the patch was taken from (`capture --git`).
+    pub git: Option<crate::record::GitRange>,
 }
 
 /// The files of one run's capture, in the transcripts directory.
@@ -238,6 +240,7 @@ fn record(
         envelope: judgement.envelope,
         notes,
         trace_auth: input.trace_auth,
+        git: input.git,
     };
     let access = input.access;
     if unwrapped_raw {

@@ -9,7 +9,7 @@ use crate::config;
 use crate::exit::{Error, ExitCode, Result};
 use crate::git::Repo;
 use crate::ledger::{Ledger, Loaded, RunId};
-use crate::record::{FixtureLock, Outcome, PropertyRecord, VerdictRecord};
+use crate::record::{FixtureLock, Outcome, PropertyRecord, TranscriptReceipt, VerdictRecord};
 use crate::replay::{self, Replay, TestCommand, TrialTrees};
 use crate::sandbox::Lazy;
 use time::OffsetDateTime;
@@ -73,6 +73,7 @@ pub fn check_on(
         chain::store_junit(&spec.ledger, &spec.run, bytes)?;
     }
     if let Some(transcript) = chain::read_transcript(&spec.ledger, &spec.run)? {
+        on_recorded_base(spec, &transcript.loaded)?;
         if transcript.loaded.record.complete {
             // One checkout of the base serves the lock and the replay.
             let trees = match base {
@@ -219,6 +220,23 @@ fn trusted_for(spec: &TrialSpec, lock: &Loaded<FixtureLock>) -> Result<()> {
     Ok(())
 }
 
+/// A patch taken from commits (`capture --git`) is judged on the merge
+/// base it was taken from and on no other revision: on another base it
+/// would be a different change (a later base may already hold part of it,
+/// or lack what it builds on).
+fn on_recorded_base(spec: &TrialSpec, transcript: &Loaded<TranscriptReceipt>) -> Result<()> {
+    match &transcript.record.git {
+        Some(g) if g.merge_base != spec.base => Err(Error::Refused(format!(
+            "run `{}` is the patch of `{}` from its merge base {}, but the trial's base is {}: leave `--base` out (the recorded merge base is used) or capture the range again",
+            spec.run,
+            crate::output::inert(&g.range),
+            g.merge_base,
+            spec.base
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Runs the replay with plugins as configured and writes (or matches) the
 /// property record, archiving what an auditor needs to re-run it.
 pub fn replay(
@@ -228,6 +246,7 @@ pub fn replay(
     lock: &Loaded<FixtureLock>,
     trees: &TrialTrees,
 ) -> Result<Loaded<PropertyRecord>> {
+    on_recorded_base(spec, &transcript.loaded)?;
     let now = match spec.now {
         Some(n) => n,
         None => crate::clock::parse_time(&transcript.loaded.record.captured_at).map_err(|e| {

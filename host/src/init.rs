@@ -2,7 +2,9 @@
 //! agent-ledger. It looks at the files the repository tracks, picks test
 //! globs for the languages present and the fixture directories that exist,
 //! and writes a commented `agent-ledger.toml` (never over an existing
-//! file); with a CI system named, the sharded workflow of `examples/ci/`.
+//! file); with a CI system named, the pull-request gate of `examples/ci/`
+//! (`github-pr-gate.yml`, `gitlab-pr-gate.yml`): capture the branch's
+//! patch with `capture --git`, `check` it, report and fail on the verdict.
 
 use crate::exit::{Error, Result};
 use crate::git::Repo;
@@ -159,8 +161,8 @@ pub fn init(repo: &Repo, ci: Option<Ci>) -> Result<Initialised> {
     crate::ledger::write_new(&config, text.as_bytes())?;
     if let (Some(path), Some(ci)) = (&ci_file, ci) {
         let workflow = match ci {
-            Ci::Github => include_str!("../ci/github-actions.yml"),
-            Ci::Gitlab => include_str!("../ci/gitlab-ci.yml"),
+            Ci::Github => include_str!("../ci/github-pr-gate.yml"),
+            Ci::Gitlab => include_str!("../ci/gitlab-pr-gate.yml"),
         };
         crate::ledger::write_new(path, workflow.as_bytes())?;
     }

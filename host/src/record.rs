@@ -127,6 +127,28 @@ pub struct TranscriptReceipt {
     /// hunk's counts, which git ignores). Empty is omitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Reason>,
+    /// Where the patch came from when it was taken from commits
+    /// (`capture --git BASE..HEAD`) rather than a response. Absent for a
+    /// captured response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitRange>,
+}
+
+/// The commits a patch was taken from (`capture --git BASE..HEAD`): the
+/// diff from the merge base of the two to the head. `check` judges it on
+/// exactly that merge base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitRange {
+    /// The range as given (`origin/main..HEAD`).
+    pub range: String,
+    /// The full commit id the left side named.
+    pub base: String,
+    /// The full commit id the right side named: the branch's tip.
+    pub head: String,
+    /// The full commit id of the merge base of `base` and `head`: the
+    /// revision the patch applies to, and the only one `check` judges it on.
+    pub merge_base: String,
 }
 
 /// The authentication of a captured trace (`capture --trace`).

@@ -209,9 +209,10 @@ pub struct TrialArgs {
     pub run: String,
     #[command(flatten)]
     pub repo: RepoArgs,
-    /// The base revision the patch applies to.
+    /// The base revision the patch applies to [default: the merge base a
+    /// `capture --git` receipt records; required otherwise].
     #[arg(long, value_name = "REV")]
-    pub base: String,
+    pub base: Option<String>,
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Where compiled components are cached [default: $AGENT_LEDGER_CACHE_DIR,
@@ -394,6 +395,29 @@ pub fn evaluation(
 }
 
 impl TrialArgs {
+    /// The merge base a `capture --git` receipt records, found in the
+    /// ledger `capture` wrote to, for a trial given without `--base`. The
+    /// trial checks it again against the receipt it then reads (`check`
+    /// refuses a base other than the recorded merge base).
+    fn recorded_base(&self, run: &crate::ledger::RunId, ledger: Option<&Path>) -> Result<String> {
+        let found = resolve(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            Needs {
+                repo: true,
+                config_at: ConfigAt::LedgerOnly,
+            },
+        )?;
+        let transcript = crate::chain::require_transcript(&found.ledger, run)?;
+        match &transcript.loaded.record.git {
+            Some(g) => Ok(g.merge_base.clone()),
+            None => Err(Error::Usage(format!(
+                "run `{run}` was not captured from commits (`capture --git`), so its base is not recorded: pass `--base REV`"
+            ))),
+        }
+    }
+
     /// Resolves the trial: the repository (required), the base revision,
     /// the configuration at it, the ledger, the supplied report, and the
     /// sandbox (made on first use).
@@ -402,13 +426,17 @@ impl TrialArgs {
         ledger: Option<&Path>,
     ) -> Result<(crate::check::TrialSpec, crate::sandbox::Lazy)> {
         let run = crate::ledger::RunId::parse(&self.run)?;
+        let base = match &self.base {
+            Some(b) => b.clone(),
+            None => self.recorded_base(&run, ledger)?,
+        };
         let resolved = resolve(
             self.repo.repo.as_deref(),
             self.config.config.as_deref(),
             ledger,
             Needs {
                 repo: true,
-                config_at: ConfigAt::Revision(&self.base),
+                config_at: ConfigAt::Revision(&base),
             },
         )?;
         let junit = match &self.junit {

@@ -116,12 +116,22 @@ fn init_never_overwrites() {
 }
 
 #[test]
-fn init_with_ci_writes_the_sharded_workflow() {
+fn init_with_ci_writes_the_pull_request_gate() {
     let repo = python_repo();
     let root = repo.path();
     run(root, &["init", "--ci", "gitlab"]).assert_code(0);
     let ci = std::fs::read_to_string(root.join("ci/agent-ledger.gitlab-ci.yml")).unwrap();
-    assert!(ci.contains("--partition"), "{ci}");
+    assert!(
+        ci.contains("merge_request_event") && ci.contains("capture --run") && ci.contains("--git"),
+        "{ci}"
+    );
+    std::fs::remove_file(root.join("agent-ledger.toml")).unwrap();
+    run(root, &["init", "--ci", "github"]).assert_code(0);
+    let ci = std::fs::read_to_string(root.join(".github/workflows/agent-ledger.yml")).unwrap();
+    assert!(
+        ci.contains("pull_request") && ci.contains("uses: agent-ledger/agent-ledger@"),
+        "{ci}"
+    );
 }
 
 /// A tracked `.github` (or `ci`, or `.github/workflows`) that is a symlink

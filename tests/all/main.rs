@@ -18,6 +18,7 @@ mod lock;
 mod plugin_examples;
 mod plugin_host;
 mod plugin_wit;
+mod pr_gate;
 mod readme;
 mod reconcile;
 mod replay;

@@ -586,4 +586,15 @@ fn fail_on_gives_the_exit_code_of_the_most_severe_listed_status() {
     let bad = gate("review", &[]);
     bad.assert_code(64);
     assert!(bad.stderr.contains("review"), "{}", bad.stderr);
+    // A gate needs no report file: `--fail-on` alone is enough.
+    let alone = run(repo.path(), &["report", "--fail-on", "reject"]);
+    alone.assert_code(4);
+    assert!(alone.stderr.contains("1 reject"), "{}", alone.stderr);
+    run(
+        repo.path(),
+        &["report", "--run", "good", "--fail-on", "reject"],
+    )
+    .assert_code(0);
+    // Nothing asked for at all is still a usage error.
+    run(repo.path(), &["report"]).assert_code(64);
 }

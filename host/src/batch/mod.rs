@@ -416,6 +416,7 @@ fn one(
                 trace: None,
                 trace_auth: None,
                 access: crate::ledger::Access::of(body_path),
+                git: None,
                 captured_at: match &l.captured_at {
                     Some(t) => crate::clock::format_time(
                         crate::clock::parse_time(t)

@@ -323,6 +323,7 @@ pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
             trace_auth: call.trace_auth,
             captured_at: call.captured_at,
             access: crate::ledger::Access::Shared,
+            git: None,
         },
         Some(Exchange { http, reasons }),
     )

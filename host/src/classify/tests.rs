@@ -55,6 +55,7 @@ fn transcript(reasons: Vec<Reason>) -> Loaded<TranscriptReceipt> {
             completion_id: None,
             usage: None,
             http: None,
+            git: None,
         },
         "transcripts/run-001.json",
     )
@@ -432,6 +433,7 @@ fn chain() -> Chain {
             captured_at: "2026-01-01T00:00:00Z".into(),
             extract: None,
             access: crate::ledger::Access::Shared,
+            git: None,
         },
     )
     .unwrap();

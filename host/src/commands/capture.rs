@@ -16,7 +16,7 @@ use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 #[command(group(
-    clap::ArgGroup::new("source").required(true).args(["body", "prompt_file"])
+    clap::ArgGroup::new("source").required(true).args(["body", "prompt_file", "git"])
 ))]
 pub struct CaptureArgs {
     /// Run id for this trial (a retry is a new run id).
@@ -30,6 +30,13 @@ pub struct CaptureArgs {
     /// `--prompt-file` is given.
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
+    /// Take the patch from commits: `BASE..HEAD` (or `BASE...HEAD`, the
+    /// same) is the diff from the merge base of BASE and HEAD to HEAD, as
+    /// a pull request shows it. The receipt records the range, both commits
+    /// and the merge base, and `check` judges the patch on that merge base
+    /// (its `--base` may be left out).
+    #[arg(long, value_name = "BASE..HEAD", conflicts_with_all = ["body_format", "extract", "declared_bytes", "request_id"])]
+    pub git: Option<String>,
     /// How the body is encoded (a live capture's format follows from
     /// `--provider` and `--stream`).
     #[arg(
@@ -152,6 +159,27 @@ impl LiveArgs {
     }
 }
 
+/// The two sides of `--git BASE..HEAD` (or `BASE...HEAD`: the diff from
+/// the merge base is what both mean to a pull request).
+fn split_range(range: &str) -> Result<(&str, &str)> {
+    let (base, head) = match range.split_once("...") {
+        Some(sides) => sides,
+        None => range.split_once("..").ok_or_else(|| {
+            Error::Usage(format!(
+                "`--git {}` is not a range: give BASE..HEAD (for a pull request, e.g. `origin/main..HEAD`)",
+                inert(range)
+            ))
+        })?,
+    };
+    if base.is_empty() || head.is_empty() || head.contains("..") {
+        return Err(Error::Usage(format!(
+            "`--git {}` is not a range: give BASE..HEAD with both sides named",
+            inert(range)
+        )));
+    }
+    Ok((base, head))
+}
+
 /// Splits the values of `--format` into the output format and, deprecated,
 /// a body format.
 fn resolve_formats(
@@ -220,6 +248,42 @@ impl CaptureArgs {
         };
         let mut retry = None;
         let receipt = match (&self.body, &self.prompt_file) {
+            (None, None) if self.git.is_some() => {
+                let range = self.git.as_deref().unwrap_or_default();
+                let (base, head) = split_range(range)?;
+                let resolved = self.scope.resolve(
+                    ledger,
+                    Needs {
+                        repo: true,
+                        config_at: ConfigAt::LedgerOnly,
+                    },
+                )?;
+                let repo = resolved.repo()?;
+                let base = repo.commit_of(base, "`--git` base")?;
+                let head = repo.commit_of(head, "`--git` head")?;
+                let (merge_base, patch) = repo.range_patch(&base, &head)?;
+                capture(
+                    &resolved.ledger,
+                    CaptureInput {
+                        run: &run,
+                        format: BodyFormat::Raw,
+                        extract: None,
+                        body: &patch,
+                        declared_bytes: None,
+                        request_id: None,
+                        trace: trace.as_deref(),
+                        trace_auth: trace_auth.clone(),
+                        captured_at: crate::clock::format_time(crate::clock::now()),
+                        access: crate::ledger::Access::Shared,
+                        git: Some(crate::record::GitRange {
+                            range: range.to_string(),
+                            base,
+                            head,
+                            merge_base,
+                        }),
+                    },
+                )?
+            }
             (Some(body), None) => {
                 let ledger = self.scope.new_ledger(ledger)?;
                 let body_path = body;
@@ -241,6 +305,7 @@ impl CaptureArgs {
                         } else {
                             crate::ledger::Access::of(body_path)
                         },
+                        git: None,
                     },
                 )?
             }
@@ -300,7 +365,7 @@ impl CaptureArgs {
             }
             _ => {
                 return Err(Error::Internal(
-                    "clap lets exactly one of `--body` and `--prompt-file` through".into(),
+                    "clap lets exactly one of `--body`, `--prompt-file` and `--git` through".into(),
                 ));
             }
         };
@@ -417,6 +482,14 @@ fn human(receipt: &TranscriptReceipt) -> String {
             text.push_str(&format!(", declared {n} bytes"));
         }
         text.push('\n');
+    }
+    if let Some(g) = &receipt.git {
+        text.push_str(&format!(
+            "  the patch of {}: merge base {}, head {} (check judges it on the merge base)\n",
+            inert(&g.range),
+            g.merge_base,
+            g.head
+        ));
     }
     let mut reported = Vec::new();
     if let Some(m) = &receipt.model {

@@ -541,6 +541,7 @@ impl TestArgs {
             extract: None,
             envelope: judged.envelope.clone(),
             notes: judged.notes.clone(),
+            git: None,
         };
         let transcript = made_up(dir, "transcript.json", receipt)?;
         let lock = made_up(

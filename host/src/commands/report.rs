@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
     clap::ArgGroup::new("outputs")
         .required(true)
         .multiple(true)
-        .args(["junit", "sarif", "markdown", "html", "github_annotations", "swebench"])
+        .args(["junit", "sarif", "markdown", "html", "github_annotations", "swebench", "fail_on"])
 ))]
 pub struct ReportArgs {
     /// Runs to report (repeatable) [default: every run in the ledger].

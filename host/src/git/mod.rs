@@ -267,6 +267,11 @@ impl Repo {
 
     /// The full object id of `rev` as a commit.
     pub fn resolve_commit(&self, rev: &str) -> Result<String> {
+        self.commit_of(rev, "base revision")
+    }
+
+    /// The full commit id `rev` names; `what` says what it is in the error.
+    pub fn commit_of(&self, rev: &str, what: &str) -> Result<String> {
         let out = self
             .command()
             .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
@@ -275,11 +280,56 @@ impl Repo {
             .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
         if !out.status.success() {
             return Err(Error::Missing(format!(
-                "base revision `{rev}` is not a commit in `{}`",
+                "{what} `{rev}` is not a commit in `{}`",
                 self.root.display()
             )));
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// The patch of a branch (`capture --git BASE..HEAD`): the merge base
+    /// of `base` and `head` (full commit ids) and the binary diff from it
+    /// to `head`, with `a/` and `b/` prefixes, full blob ids and no rename
+    /// detection, so `git apply -p1` on the merge base rebuilds `head`'s
+    /// tree exactly. No external diff or textconv runs (and attributes come
+    /// from nowhere: see [`command`]).
+    pub fn range_patch(&self, base: &str, head: &str) -> Result<(String, Vec<u8>)> {
+        let out = self
+            .command()
+            .args(["merge-base", "--end-of-options", base, head])
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::Missing(format!(
+                "`{base}` and `{head}` have no merge base in `{}` (unrelated histories, or a shallow clone: fetch the whole history, e.g. `fetch-depth: 0` with actions/checkout)",
+                self.root.display()
+            )));
+        }
+        let merge_base = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let out = self
+            .command()
+            .args([
+                "diff",
+                "--binary",
+                "--full-index",
+                "--no-renames",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-relative",
+                "--ignore-submodules=none",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                "--end-of-options",
+                &merge_base,
+                head,
+            ])
+            .output()
+            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            return Err(git_error("diff", &out));
+        }
+        Ok((merge_base, out.stdout))
     }
 
     /// A file's bytes at a commit, or `None` when the path does not exist there.

@@ -1,0 +1,390 @@
+//! Gating a pull request: `capture --git BASE..HEAD` takes the branch's
+//! patch from its merge base, and `check` judges it on that merge base
+//! with no `--base`; a branch that deletes a test fails the gate.
+
+use crate::support::*;
+use std::path::Path;
+
+/// A Python repository with a configuration committed on `main`, a branch
+/// `agent` forked from it, and one more commit on `main` after the fork
+/// (so `main` is not the merge base).
+fn forked_repo() -> tempfile::TempDir {
+    let dir = tempdir();
+    let root = dir.path();
+    write(
+        &root.join("src/calc.py"),
+        "def add(a, b):\n    return a + b\n",
+    );
+    write(
+        &root.join("tests/test_calc.py"),
+        "from src.calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    write(&root.join("tests/fixtures/cases.json"), "[[1, 2, 3]]\n");
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    run(root, &["init"]).assert_code(0);
+    git(root, &["add", "agent-ledger.toml"]);
+    git(root, &["commit", "-q", "-m", "agent-ledger"]);
+    git(root, &["branch", "agent"]);
+    write(&root.join("README.md"), "later work on main\n");
+    git(root, &["add", "README.md"]);
+    git(root, &["commit", "-q", "-m", "main moves on"]);
+    dir
+}
+
+fn on_branch(root: &Path, message: &str, edit: impl FnOnce(&Path)) {
+    git(root, &["checkout", "-q", "agent"]);
+    edit(root);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", message]);
+}
+
+fn gate(root: &Path, run_id: &str) -> Output {
+    let cache = cache_dir();
+    run(root, &["capture", "--run", run_id, "--git", "main..agent"]).assert_code(0);
+    run(
+        root,
+        &[
+            "check",
+            "--run",
+            run_id,
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ],
+    )
+}
+
+#[test]
+fn a_good_branch_passes_the_gate_on_its_merge_base() {
+    let repo = forked_repo();
+    let root = repo.path();
+    on_branch(root, "docstring", |r| {
+        write(
+            &r.join("src/calc.py"),
+            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+        );
+    });
+    let out = gate(root, "pr");
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let receipt: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root.join(".agent-ledger/transcripts/pr.json")).unwrap(),
+    )
+    .unwrap();
+    let fork = git(root, &["merge-base", "main", "agent"]);
+    assert_eq!(receipt["git"]["merge_base"], fork.as_str());
+    assert_eq!(
+        receipt["git"]["head"],
+        git(root, &["rev-parse", "agent"]).as_str()
+    );
+    assert_eq!(
+        receipt["git"]["base"],
+        git(root, &["rev-parse", "main"]).as_str()
+    );
+    assert_eq!(receipt["git"]["range"], "main..agent");
+    // The patch is the branch's change only: main's later commit is not
+    // in it, reversed or otherwise.
+    let patch = std::fs::read_to_string(root.join(".agent-ledger/transcripts/pr.patch")).unwrap();
+    assert!(
+        patch.contains("src/calc.py") && !patch.contains("README.md"),
+        "{patch}"
+    );
+}
+
+#[test]
+fn a_branch_that_deletes_a_test_fails_the_gate() {
+    let repo = forked_repo();
+    let root = repo.path();
+    on_branch(root, "remove the failing test", |r| {
+        std::fs::remove_file(r.join("tests/test_calc.py")).unwrap();
+    });
+    let out = gate(root, "pr");
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("reject"), "{}", out.stdout);
+}
+
+#[test]
+fn a_range_patch_is_judged_on_its_merge_base_and_nowhere_else() {
+    let repo = forked_repo();
+    let root = repo.path();
+    on_branch(root, "docstring", |r| {
+        write(
+            &r.join("src/calc.py"),
+            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+        );
+    });
+    run(root, &["capture", "--run", "pr", "--git", "main...agent"]).assert_code(0);
+    // `main` is a later commit than the merge base: refused, nothing judged.
+    let out = run(root, &["check", "--run", "pr", "--base", "main"]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("merge base") && out.stderr.contains("--base"),
+        "{}",
+        out.stderr
+    );
+    assert!(!root.join(".agent-ledger/verdicts/pr.json").exists());
+    // A run captured from a body records no base: `--base` is required.
+    let body = root.join("tests/fixtures/cases.json");
+    let scratch = tempdir();
+    let diff = scratch.path().join("change.diff");
+    write(
+        &diff,
+        "diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,3 @@\n def add(a, b):\n+    pass\n     return a + b\n",
+    );
+    assert!(body.exists());
+    run(
+        root,
+        &["capture", "--run", "b", "--body", diff.to_str().unwrap()],
+    )
+    .assert_code(0);
+    let out = run(root, &["check", "--run", "b"]);
+    assert_eq!(out.code, 64, "{}", out.stderr);
+    assert!(out.stderr.contains("--base REV"), "{}", out.stderr);
+}
+
+#[test]
+fn capture_git_refuses_what_is_not_a_range_of_commits() {
+    let repo = forked_repo();
+    let root = repo.path();
+    for (range, needle) in [
+        ("main", "not a range"),
+        ("..agent", "both sides"),
+        ("main..", "both sides"),
+        ("main..nosuch", "nosuch"),
+        ("a..b..c", "both sides"),
+    ] {
+        let out = run(root, &["capture", "--run", "r", "--git", range]);
+        assert_ne!(out.code, 0, "{range}");
+        assert!(out.stderr.contains(needle), "{range}: {}", out.stderr);
+        assert!(
+            !root.join(".agent-ledger/transcripts/r.json").exists(),
+            "{range}"
+        );
+    }
+    // Unrelated histories have no merge base.
+    git(root, &["checkout", "-q", "--orphan", "lonely"]);
+    git(root, &["commit", "-q", "-m", "alone", "--allow-empty"]);
+    let out = run(root, &["capture", "--run", "r", "--git", "main..lonely"]);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("no merge base"), "{}", out.stderr);
+}
+
+/// `${{ ... }}` expressions of a workflow or action, resolved from `known`
+/// (a test fails on any expression it does not know, rather than run a
+/// script with it left in).
+fn expand(text: &str, known: &std::collections::BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${{") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..]
+            .find("}}")
+            .expect("an unterminated expression")
+            + start;
+        let expr = rest[start + 3..end].trim();
+        let value = known
+            .get(expr)
+            .unwrap_or_else(|| panic!("the test does not know `{expr}`"));
+        out.push_str(value);
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn yaml(path: &Path) -> yaml_rust2::Yaml {
+    let text = std::fs::read_to_string(path).unwrap();
+    yaml_rust2::YamlLoader::load_from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .remove(0)
+}
+
+/// What a runner would print for one step: its exit code.
+fn bash_step(root: &Path, script: &str, env: &[(String, String)]) -> i32 {
+    let status = std::process::Command::new("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+        .current_dir(root)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .status()
+        .unwrap();
+    status.code().unwrap_or(-1)
+}
+
+fn bin_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_agent-ledger"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The workflow `init --ci github` writes, run step by step as a runner
+/// would run this repository's action (`action.yml`) in it: every shell
+/// step but the download of a release (the binary under test stands in
+/// for it). Returns the exit code of the action's last step, the gate,
+/// and what the judging step put in `$GITHUB_OUTPUT`.
+fn run_github_gate(root: &Path) -> (i32, String) {
+    let workflow = yaml(&root.join(".github/workflows/agent-ledger.yml"));
+    let steps = workflow["jobs"]["check"]["steps"].as_vec().unwrap();
+    let ours = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("agent-ledger/agent-ledger@"))
+        })
+        .expect("the workflow uses the action");
+    let action = yaml(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../action.yml"));
+    let runner = tempdir();
+    let files = |name: &str| {
+        let p = runner.path().join(name);
+        write(&p, "");
+        p.to_str().unwrap().to_string()
+    };
+    let output = files("output");
+    let summary = files("summary");
+    let mut known = std::collections::BTreeMap::new();
+    known.insert(
+        "github.event.pull_request.base.sha".to_string(),
+        git(root, &["rev-parse", "main"]),
+    );
+    for (name, input) in action["inputs"].as_hash().unwrap() {
+        let name = name.as_str().unwrap();
+        let default = input["default"].as_str().unwrap_or_default().to_string();
+        let given = ours["with"][name].as_str().map(str::to_string);
+        let value = expand(&given.unwrap_or(default), &known);
+        known.insert(format!("inputs.{name}"), value);
+    }
+    known.insert(
+        "steps.install.outputs.bin".to_string(),
+        env!("CARGO_BIN_EXE_agent-ledger").to_string(),
+    );
+    let cache = cache_dir();
+    let mut last = -1;
+    for step in action["runs"]["steps"].as_vec().unwrap() {
+        let Some(script) = step["run"].as_str() else {
+            continue; // the SARIF upload: GitHub's own action
+        };
+        if step["id"].as_str() == Some("install") {
+            continue; // downloads a release: the binary under test is it
+        }
+        assert_eq!(step["shell"].as_str(), Some("bash"));
+        let mut env = vec![
+            ("RUNNER_OS".to_string(), "Linux".to_string()),
+            (
+                "RUNNER_TEMP".to_string(),
+                runner.path().display().to_string(),
+            ),
+            ("GITHUB_OUTPUT".to_string(), output.clone()),
+            ("GITHUB_STEP_SUMMARY".to_string(), summary.clone()),
+            (
+                "PATH".to_string(),
+                format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap()),
+            ),
+            (
+                "AGENT_LEDGER_CACHE_DIR".to_string(),
+                cache.display().to_string(),
+            ),
+        ];
+        if let Some(vars) = step["env"].as_hash() {
+            for (k, v) in vars {
+                env.push((
+                    k.as_str().unwrap().to_string(),
+                    expand(v.as_str().unwrap(), &known),
+                ));
+            }
+        }
+        last = bash_step(root, script, &env);
+        let name = step["name"].as_str().unwrap_or_default();
+        if name != "Gate on the verdicts" {
+            assert_eq!(last, 0, "step `{name}` failed");
+        }
+    }
+    (last, std::fs::read_to_string(&output).unwrap())
+}
+
+/// The job `init --ci gitlab` writes, its script run as one shell session
+/// in a merge request pipeline; its exit code.
+fn run_gitlab_gate(root: &Path) -> i32 {
+    let job = yaml(&root.join("ci/agent-ledger.gitlab-ci.yml"));
+    let script: Vec<&str> = job["agent-ledger"]["script"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let env = vec![
+        (
+            "CI_MERGE_REQUEST_DIFF_BASE_SHA".to_string(),
+            git(root, &["rev-parse", "main"]),
+        ),
+        ("RUN_ID".to_string(), "mr-1".to_string()),
+        ("TEST_CMD".to_string(), String::new()),
+        (
+            "PATH".to_string(),
+            format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap()),
+        ),
+        (
+            "AGENT_LEDGER_CACHE_DIR".to_string(),
+            cache_dir().display().to_string(),
+        ),
+    ];
+    bash_step(root, &script.join("\n"), &env)
+}
+
+fn initialised(ci: &str) -> tempfile::TempDir {
+    let repo = forked_repo();
+    let root = repo.path();
+    // The CI file is committed on main before the branch work, as a user
+    // would after `init --ci`; the configuration already is.
+    std::fs::remove_file(root.join("agent-ledger.toml")).unwrap();
+    run(root, &["init", "--ci", ci]).assert_code(0);
+    git(root, &["checkout", "-q", "--", "agent-ledger.toml"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "ci"]);
+    // The branch forks after it, and main moves on again.
+    git(root, &["branch", "-f", "agent", "main"]);
+    write(&root.join("CHANGES.md"), "more work on main\n");
+    git(root, &["add", "CHANGES.md"]);
+    git(root, &["commit", "-q", "-m", "main moves on again"]);
+    repo
+}
+
+#[test]
+fn the_github_gate_init_writes_passes_a_good_branch_and_fails_one_that_deletes_a_test() {
+    let good = initialised("github");
+    on_branch(good.path(), "docstring", |r| {
+        write(
+            &r.join("src/calc.py"),
+            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+        );
+    });
+    let (code, output) = run_github_gate(good.path());
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("exit-code=0"), "{output}");
+    assert!(good.path().join("agent-ledger.sarif").exists());
+
+    let bad = initialised("github");
+    on_branch(bad.path(), "remove the test", |r| {
+        std::fs::remove_file(r.join("tests/test_calc.py")).unwrap();
+    });
+    let (code, output) = run_github_gate(bad.path());
+    assert_eq!(code, 4, "{output}");
+    assert!(output.contains("exit-code=4"), "{output}");
+}
+
+#[test]
+fn the_gitlab_gate_init_writes_passes_a_good_branch_and_fails_one_that_deletes_a_test() {
+    let good = initialised("gitlab");
+    on_branch(good.path(), "docstring", |r| {
+        write(
+            &r.join("src/calc.py"),
+            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+        );
+    });
+    assert_eq!(run_gitlab_gate(good.path()), 0);
+    let bad = initialised("gitlab");
+    on_branch(bad.path(), "remove the test", |r| {
+        std::fs::remove_file(r.join("tests/test_calc.py")).unwrap();
+    });
+    assert_eq!(run_gitlab_gate(bad.path()), 4);
+}
