@@ -178,6 +178,7 @@ struct Exchange {
 /// Judges and stores a body. Nothing is written when any target exists.
 pub fn capture(ledger: &Ledger, input: CaptureInput<'_>) -> Result<TranscriptReceipt> {
     let files = Files::new(ledger, input.run);
+    ledger.create()?;
     files.check_free()?;
     if input.format != BodyFormat::Raw {
         ledger::write_new_as(&files.dir.join(&files.response), input.body, input.access)?;

@@ -95,6 +95,10 @@ pub enum Command {
     Swebench(commands::swebench::SwebenchCommand),
     /// Write CI reports of the runs in a ledger: JUnit, SARIF, Markdown, HTML, GitHub annotations (exit 0 written, 65 a broken chain).
     Report(commands::report::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::docs::CompletionsArgs),
+    /// Write man pages: agent-ledger.1 and one per subcommand.
+    Man(commands::docs::ManArgs),
 }
 
 impl Cli {
@@ -167,6 +171,14 @@ impl Cli {
                 cmd.execute()
             }
             Command::Report(cmd) => cmd.execute(ledger),
+            Command::Completions(cmd) => {
+                refuse("completions")?;
+                cmd.execute(<Cli as clap::CommandFactory>::command())
+            }
+            Command::Man(cmd) => {
+                refuse("man")?;
+                cmd.execute(<Cli as clap::CommandFactory>::command())
+            }
             Command::Swebench(cmd) => {
                 refuse("swebench import (it writes a manifest, not records)")?;
                 cmd.execute()

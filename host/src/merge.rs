@@ -135,6 +135,7 @@ pub fn merge(
             ),
         ));
     }
+    crate::ledger::Ledger::new(into).create()?;
     for (rel, target, bytes) in to_write {
         crate::ledger::write_new(&target, bytes)?;
         merged.copied.push(rel.clone());

@@ -47,3 +47,37 @@ fn invalid_run_id_is_refused() {
     );
     assert!(!dir.path().join(".agent-ledger").exists());
 }
+
+/// Completions and man pages come from the parser's own definition: every
+/// subcommand and flag is in them, and `man` never overwrites a page.
+#[test]
+fn completions_and_man_pages_name_every_subcommand_and_never_overwrite() {
+    let dir = tempdir();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = run(dir.path(), &["completions", shell]);
+        out.assert_code(0);
+        assert!(
+            out.stdout.contains("capture") && out.stdout.contains("--git"),
+            "{shell}: {}",
+            out.stdout
+        );
+    }
+    run(dir.path(), &["completions", "tcsh"]).assert_code(64);
+    let pages = dir.path().join("man");
+    run(dir.path(), &["man", "--out", pages.to_str().unwrap()]).assert_code(0);
+    let check = std::fs::read_to_string(pages.join("agent-ledger-check.1")).unwrap();
+    assert!(
+        check.contains("test\\-cmd") || check.contains("test-cmd"),
+        "{check}"
+    );
+    assert!(pages.join("agent-ledger.1").exists());
+    assert!(pages.join("agent-ledger-flake-observe.1").exists());
+    write(&pages.join("agent-ledger.1"), "mine\n");
+    let again = run(dir.path(), &["man", "--out", pages.to_str().unwrap()]);
+    again.assert_code(73);
+    assert!(again.stderr.contains("agent-ledger.1"), "{}", again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(pages.join("agent-ledger.1")).unwrap(),
+        "mine\n"
+    );
+}

@@ -89,6 +89,9 @@ fn a_good_branch_passes_the_gate_on_its_merge_base() {
         patch.contains("src/calc.py") && !patch.contains("README.md"),
         "{patch}"
     );
+    // The new ledger ignores itself: the branch's tree stays clean.
+    assert_eq!(git(root, &["status", "--porcelain", "--ignored=no"]), "");
+    assert!(root.join(".agent-ledger/.gitignore").exists());
 }
 
 #[test]

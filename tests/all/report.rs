@@ -215,39 +215,51 @@ fn every_format_from_one_ledger() {
         "{xml}"
     );
 
-    // SARIF: valid, one result per finding of the reject run.
+    // SARIF: valid, one run for every trial, one result per finding of
+    // the reject run, every result located.
     let log = assert_valid_sarif(&out.read("report.sarif"));
     let runs = log["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 4);
-    let bad = runs
-        .iter()
-        .find(|r| r["properties"]["run_id"] == "bad")
-        .unwrap();
-    assert_eq!(bad["properties"]["verdict"], "reject");
+    assert_eq!(runs.len(), 1);
+    let trials = runs[0]["properties"]["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 4);
+    let trial = |id: &str| trials.iter().find(|t| t["run_id"] == id).unwrap();
+    assert_eq!(trial("bad")["verdict"], "reject");
+    assert_eq!(trial("pending")["status"], "not_classified");
     let record = repo.properties("bad");
     let findings = &outcome(&record, "tests_not_deleted")["findings"];
     let findings = findings.as_array().unwrap();
     assert!(!findings.is_empty());
-    let results: Vec<_> = bad["results"]
-        .as_array()
-        .unwrap()
+    let all = runs[0]["results"].as_array().unwrap();
+    for r in all {
+        assert!(
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].is_string(),
+            "{r}"
+        );
+    }
+    let results: Vec<_> = all
         .iter()
-        .filter(|r| r["ruleId"] == "tests_not_deleted")
+        .filter(|r| r["ruleId"] == "tests_not_deleted" && r["properties"]["run_id"] == "bad")
         .collect();
     assert_eq!(results.len(), findings.len());
     for (r, f) in results.iter().zip(findings) {
         assert_eq!(r["level"], "error");
-        assert_eq!(r["message"]["text"], f["message"]);
+        assert_eq!(
+            r["message"]["text"],
+            format!("run `bad`: {}", f["message"].as_str().unwrap())
+        );
         assert_eq!(
             r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
             f["path"]
         );
     }
-    let pending = runs
-        .iter()
-        .find(|r| r["properties"]["run_id"] == "pending")
-        .unwrap();
-    assert_eq!(pending["properties"]["status"], "not_classified");
+    // The trials that are neither review nor reject are results too.
+    for id in ["pending", "cut"] {
+        assert!(
+            all.iter()
+                .any(|r| r["ruleId"] == "trial_verdict" && r["properties"]["run_id"] == id),
+            "{id}"
+        );
+    }
 
     // Markdown: the counts and the per-property table.
     let md = out.read("summary.md");
@@ -438,7 +450,11 @@ fn a_hostile_finding_cannot_escape_any_report() {
         result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
         "src/%3Cscript%3Ealert%281%29%3C/script%3E%2Cx%3A1.py"
     );
-    assert_eq!(result["message"]["text"], finding["message"]);
+    let text = result["message"]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with(finding["message"].as_str().unwrap()),
+        "{text}"
+    );
 }
 
 #[test]

@@ -249,6 +249,7 @@ pub fn request_body(
 /// the command; an error here is the ledger's (exit 73 or 74).
 pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
     let files = Files::new(ledger, call.run);
+    ledger.create()?;
     files.check_free()?;
     let request = request_body(
         call.provider,

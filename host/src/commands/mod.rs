@@ -4,6 +4,7 @@ pub mod batch;
 pub mod capture;
 pub mod check;
 pub mod classify;
+pub mod docs;
 pub mod flake;
 pub mod init;
 pub mod lock;

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 mod write;
 pub use write::{Access, Clobber, Growing, write_atomic, write_new, write_new_as};
 
+/// The `.gitignore` a new ledger gets ([`Ledger::create`]).
+pub const GITIGNORE: &str = "# Made by agent-ledger: the ledger's records are not source. Delete this\n# file to track them in git.\n*\n";
+
 /// Hint appended when a run id is reused.
 pub const RETRY_HINT: &str = "a retry is a new run id";
 
@@ -26,6 +29,24 @@ impl Ledger {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Makes the ledger directory when it does not exist yet, with a
+    /// `.gitignore` in it that ignores everything there (itself included),
+    /// so records never show in `git status` or get committed by accident.
+    /// An existing ledger is left as it is (its owner may track it on
+    /// purpose). Every run starts with a capture (or a merge), which calls
+    /// this first.
+    pub fn create(&self) -> Result<()> {
+        if self.root.symlink_metadata().is_ok() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.root).map_err(|e| Error::write(&self.root, e))?;
+        match write_new(&self.root.join(".gitignore"), GITIGNORE.as_bytes()) {
+            // Another capture made the same new ledger at the same time.
+            Err(Error::Exists { .. }) => Ok(()),
+            other => other,
+        }
     }
 
     pub fn transcripts_dir(&self) -> PathBuf {

@@ -3,6 +3,12 @@
 //! and one line per trial whose verdict is not `review`, that was not
 //! classified, or whose chain is broken.
 //!
+//! GitHub shows at most 10 annotations of a step: so at most [`SHOWN`]
+//! commands are written, the most severe first (errors, then warnings,
+//! then notices, each in report order); when there are more, the last of
+//! them is a warning that counts the ones left out and says where they
+//! are (the SARIF, JUnit and Markdown reports hold every one).
+//!
 //! A workflow command is a line of the step's stdout, so everything
 //! untrusted is escaped by GitHub's rules: in the message `%`, `\r` and
 //! `\n`; in a property value `:` and `,` as well. No finding can therefore
@@ -14,8 +20,56 @@ use super::{Status, Trial, fails};
 use crate::output::inert;
 use crate::record::{Finding, PropertyResult};
 
-/// Every workflow command, one per line.
+/// How many annotations GitHub shows for one step.
+pub const SHOWN: usize = 10;
+
+/// The workflow commands, one per line: at most [`SHOWN`], the most
+/// severe first, the last counting the rest when there are more.
 pub fn render(trials: &[Trial]) -> String {
+    let all = every_command(trials);
+    let mut lines: Vec<(usize, &str)> = all
+        .lines()
+        .map(|l| {
+            let rank = ["::error", "::warning", "::notice"]
+                .iter()
+                .position(|p| l.starts_with(p))
+                .unwrap_or(3);
+            (rank, l)
+        })
+        .collect();
+    // Stable: report order within a level.
+    lines.sort_by_key(|(rank, _)| *rank);
+    let mut out = String::new();
+    let shown = if lines.len() > SHOWN {
+        SHOWN - 1
+    } else {
+        lines.len()
+    };
+    for (_, line) in &lines[..shown] {
+        out.push_str(line);
+        out.push('\n');
+    }
+    let rest = &lines[shown..];
+    if !rest.is_empty() {
+        let count = |rank: usize| rest.iter().filter(|(r, _)| *r == rank).count();
+        command(
+            &mut out,
+            "warning",
+            &[("title", "agent-ledger: more annotations")],
+            &format!(
+                "{} more not shown ({} error, {} warning, {} notice): GitHub shows {SHOWN} annotations a step; the SARIF, JUnit and Markdown reports hold every one",
+                rest.len(),
+                count(0),
+                count(1),
+                count(2)
+            ),
+        );
+    }
+    out
+}
+
+/// Every workflow command, one per line, in report order.
+fn every_command(trials: &[Trial]) -> String {
     let mut out = String::new();
     for t in trials {
         let title = format!("agent-ledger {}", t.run_id);
@@ -147,6 +201,44 @@ mod tests {
         let props = hostile.split("::").nth(1).unwrap();
         assert_eq!(props.matches(',').count(), 2, "{props}");
         assert!(props.contains("line=7"), "{props}");
+    }
+
+    #[test]
+    fn at_most_ten_annotations_most_severe_first_and_a_count_of_the_rest() {
+        // Forty trials, each with a notice (a frozen finding) and an
+        // error verdict, one not classified (a warning).
+        let mut many = Vec::new();
+        for i in 0..40 {
+            let mut t = trials().remove(1);
+            t.run_id = format!("bad{i:02}");
+            t.properties[0].findings[0].frozen = true;
+            many.push(t);
+        }
+        many.push(trials().remove(3));
+        let text = render(&many);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), SHOWN, "{text}");
+        assert!(
+            lines[..SHOWN - 1].iter().all(|l| l.starts_with("::error")),
+            "{text}"
+        );
+        assert!(lines[0].contains("agent-ledger bad00"), "{text}");
+        let last = lines[SHOWN - 1];
+        assert!(
+            last.starts_with("::warning title=agent-ledger%3A more annotations::"),
+            "{last}"
+        );
+        let total = every_command(&many).lines().count();
+        assert!(
+            last.contains(&format!("{} more not shown", total - (SHOWN - 1))),
+            "{last}"
+        );
+        assert!(last.contains("1 warning, 40 notice"), "{last}");
+        // Ten or fewer: all of them, nothing added.
+        assert_eq!(
+            render(&trials()).lines().count(),
+            every_command(&trials()).lines().count()
+        );
     }
 
     #[test]

@@ -111,6 +111,10 @@ pub struct Trial {
     /// The property results on file, in record order; empty when there is
     /// no property record or the chain is broken.
     pub properties: Vec<PropertyResult>,
+    /// The paths the captured patch names (repository-relative, as `git
+    /// apply` strips them), in patch order; empty without a transcript.
+    /// Where a report must point at a file for a trial-level result.
+    pub patched: Vec<String>,
 }
 
 impl Trial {
@@ -126,6 +130,7 @@ impl Trial {
             status: Status::Broken,
             reasons: vec![Reason::new(BROKEN_CHAIN, why)],
             properties: Vec::new(),
+            patched: Vec::new(),
         }
     }
 }
@@ -182,6 +187,15 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
         Ok(r) => r,
         Err(e) => return Trial::broken(run, e.to_string()),
     };
+    let mut patched: Vec<String> = Vec::new();
+    if let Some(t) = &records.transcript {
+        for p in crate::diff::header_paths(&t.patch, t.loaded.record.strip) {
+            let p = String::from_utf8_lossy(&p).into_owned();
+            if !patched.contains(&p) {
+                patched.push(p);
+            }
+        }
+    }
     let properties = records
         .properties
         .map(|p| p.record.properties)
@@ -195,6 +209,7 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
         status,
         reasons,
         properties,
+        patched,
     }
 }
 
@@ -466,6 +481,7 @@ pub(crate) mod tests {
                 status: Status::Review,
                 reasons: vec![Reason::new("properties_hold", "every property holds")],
                 properties: vec![property("tests_not_deleted", Outcome::Holds, vec![])],
+                patched: vec!["src/retry.py".into()],
             },
             Trial {
                 run_id: "bad".into(),
@@ -482,18 +498,21 @@ pub(crate) mod tests {
                     ),
                     property("oracle", Outcome::Error, vec![]),
                 ],
+                patched: vec!["tests/test_retry.py".into()],
             },
             Trial {
                 run_id: "cut".into(),
                 status: Status::Incomplete,
                 reasons: vec![Reason::new("truncated_hunk", "the last hunk is cut")],
                 properties: vec![],
+                patched: vec!["src/cut.py".into()],
             },
             Trial {
                 run_id: "pending".into(),
                 status: Status::NotClassified,
                 reasons: vec![],
                 properties: vec![],
+                patched: vec![],
             },
             Trial::broken("tampered", "field `lock_sha256` names another lock".into()),
         ]
