@@ -9,7 +9,7 @@ use crate::config;
 use crate::exit::{Error, ExitCode, Result};
 use crate::git::Repo;
 use crate::ledger::{Ledger, Loaded, RunId};
-use crate::record::{FixtureLock, Outcome, PropertyRecord, TranscriptReceipt, VerdictRecord};
+use crate::record::{FixtureLock, Outcome, PropertyRecord, VerdictRecord};
 use crate::replay::{self, Replay, TestCommand, TrialTrees};
 use crate::sandbox::Lazy;
 use time::OffsetDateTime;
@@ -73,7 +73,16 @@ pub fn check_on(
         chain::store_junit(&spec.ledger, &spec.run, bytes)?;
     }
     if let Some(transcript) = chain::read_transcript(&spec.ledger, &spec.run)? {
-        on_recorded_base(spec, &transcript.loaded)?;
+        // A receipt the checked-out commit holds was written by whoever
+        // made the commit (a branch can commit a harmless one where the
+        // ledger is), not by a capture here.
+        if spec.repo.head_holds(&transcript.loaded.path)? {
+            return Err(Error::Refused(format!(
+                "the transcript receipt `{}` is committed in the repository's HEAD: a receipt is written by `capture`, never taken from a commit (a branch could commit one for a patch it does not make); remove it from the branch",
+                transcript.loaded.path.display()
+            )));
+        }
+        on_recorded_base(spec, &transcript)?;
         if transcript.loaded.record.complete {
             // One checkout of the base serves the lock and the replay.
             let trees = match base {
@@ -224,17 +233,41 @@ fn trusted_for(spec: &TrialSpec, lock: &Loaded<FixtureLock>) -> Result<()> {
 /// base it was taken from and on no other revision: on another base it
 /// would be a different change (a later base may already hold part of it,
 /// or lack what it builds on).
-fn on_recorded_base(spec: &TrialSpec, transcript: &Loaded<TranscriptReceipt>) -> Result<()> {
-    match &transcript.record.git {
-        Some(g) if g.merge_base != spec.base => Err(Error::Refused(format!(
+///
+/// The receipt is checked against the repository too: the merge base of
+/// its two commits and the diff from it must be exactly what it records
+/// and stores, so an edited receipt or patch cannot pass for the branch.
+fn on_recorded_base(spec: &TrialSpec, transcript: &Transcript) -> Result<()> {
+    let Some(g) = &transcript.loaded.record.git else {
+        return Ok(());
+    };
+    if g.merge_base != spec.base {
+        return Err(Error::Refused(format!(
             "run `{}` is the patch of `{}` from its merge base {}, but the trial's base is {}: leave `--base` out (the recorded merge base is used) or capture the range again",
             spec.run,
             crate::output::inert(&g.range),
             g.merge_base,
             spec.base
-        ))),
-        _ => Ok(()),
+        )));
     }
+    let (merge_base, patch) = spec.repo.range_patch(&g.base, &g.head)?;
+    if merge_base != g.merge_base || patch != transcript.patch {
+        return Err(Error::data(
+            &transcript.loaded.path,
+            format!(
+                "the receipt says its patch is the diff of {}..{} from merge base {}, but that diff {}: the receipt or its patch was changed after capture",
+                g.base,
+                g.head,
+                g.merge_base,
+                if merge_base != g.merge_base {
+                    format!("starts at {merge_base}")
+                } else {
+                    "is not the stored patch".to_string()
+                }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Runs the replay with plugins as configured and writes (or matches) the
@@ -246,7 +279,7 @@ pub fn replay(
     lock: &Loaded<FixtureLock>,
     trees: &TrialTrees,
 ) -> Result<Loaded<PropertyRecord>> {
-    on_recorded_base(spec, &transcript.loaded)?;
+    on_recorded_base(spec, transcript)?;
     let now = match spec.now {
         Some(n) => n,
         None => crate::clock::parse_time(&transcript.loaded.record.captured_at).map_err(|e| {

@@ -391,3 +391,151 @@ fn the_gitlab_gate_init_writes_passes_a_good_branch_and_fails_one_that_deletes_a
     });
     assert_eq!(run_gitlab_gate(bad.path()), 4);
 }
+
+/// Criss-cross merges leave two merge bases; git names one by commit
+/// dates the branch's author sets, and a diff from it can leave out a test
+/// the branch deletes. Refused, nothing captured.
+#[test]
+fn a_range_with_two_merge_bases_is_refused() {
+    let repo = forked_repo();
+    let root = repo.path();
+    git(root, &["checkout", "-q", "main"]);
+    write(
+        &root.join("tests/test_new.py"),
+        "from src.calc import add\n\ndef test_new():\n    assert add(2, 2) == 4\n",
+    );
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "main adds a test"]);
+    git(root, &["checkout", "-q", "agent"]);
+    write(
+        &root.join("src/calc.py"),
+        "def add(a, b):\n    return a + b\n# c1\n",
+    );
+    git(root, &["commit", "-q", "-am", "c1"]);
+    git(root, &["checkout", "-q", "main"]);
+    git(root, &["merge", "-q", "--no-edit", "agent"]);
+    git(root, &["checkout", "-q", "agent"]);
+    git(root, &["merge", "-q", "--no-edit", "main~1"]);
+    git(root, &["rm", "-q", "tests/test_new.py"]);
+    git(root, &["commit", "-q", "-m", "delete the new test"]);
+    assert_eq!(
+        git(root, &["merge-base", "--all", "main", "agent"])
+            .lines()
+            .count(),
+        2
+    );
+    let out = run(root, &["capture", "--run", "pr", "--git", "main..agent"]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("2 merge bases"), "{}", out.stderr);
+    assert!(!root.join(".agent-ledger/transcripts/pr.json").exists());
+}
+
+/// A receipt or patch edited after capture no longer is the diff of its
+/// commits: `check` recomputes it and refuses.
+#[test]
+fn a_range_receipt_edited_after_capture_is_refused() {
+    let repo = forked_repo();
+    let root = repo.path();
+    on_branch(root, "remove the test", |r| {
+        std::fs::remove_file(r.join("tests/test_calc.py")).unwrap();
+    });
+    run(root, &["capture", "--run", "pr", "--git", "main..agent"]).assert_code(0);
+    // Swap in a harmless patch, with the receipt's digest and size fixed.
+    let harmless = "diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,3 @@\n def add(a, b):\n+    \"\"\"Adds.\"\"\"\n     return a + b\n";
+    let dir = root.join(".agent-ledger/transcripts");
+    std::fs::write(dir.join("pr.patch"), harmless).unwrap();
+    let mut receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("pr.json")).unwrap()).unwrap();
+    receipt["body"]["sha256"] = agent_ledger::digest::sha256_hex(harmless.as_bytes()).into();
+    receipt["body"]["bytes"] = harmless.len().into();
+    std::fs::write(
+        dir.join("pr.json"),
+        serde_json::to_vec_pretty(&receipt).unwrap(),
+    )
+    .unwrap();
+    let out = run(root, &["check", "--run", "pr"]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("changed after capture"),
+        "{}",
+        out.stderr
+    );
+    assert!(!root.join(".agent-ledger/verdicts/pr.json").exists());
+}
+
+/// The branch moves the ledger in its own `agent-ledger.toml` and commits a
+/// harmless receipt where the base's configuration puts the ledger: capture
+/// still writes where `check` reads (the base's ledger), finds the
+/// committed receipt there and refuses, and the gate does not pass.
+#[test]
+fn a_branch_cannot_move_the_ledger_or_commit_a_receipt_of_its_own() {
+    let repo = forked_repo();
+    let root = repo.path();
+    let forge = tempdir();
+    let harmless = forge.path().join("harmless.diff");
+    write(
+        &harmless,
+        "diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,3 @@\n def add(a, b):\n+    \"\"\"Adds.\"\"\"\n     return a + b\n",
+    );
+    let forged = forge.path().join("ledger");
+    run(
+        root,
+        &[
+            "--ledger",
+            forged.to_str().unwrap(),
+            "capture",
+            "--run",
+            "pr",
+            "--body",
+            harmless.to_str().unwrap(),
+        ],
+    )
+    .assert_code(0);
+    on_branch(root, "evil", |r| {
+        std::fs::remove_file(r.join("tests/test_calc.py")).unwrap();
+        let toml = std::fs::read_to_string(r.join("agent-ledger.toml")).unwrap();
+        assert!(toml.contains("ledger = \".agent-ledger\""), "{toml}");
+        write(
+            &r.join("agent-ledger.toml"),
+            toml.replace("ledger = \".agent-ledger\"", "ledger = \".l2\""),
+        );
+        for f in ["pr.json", "pr.patch"] {
+            std::fs::create_dir_all(r.join(".agent-ledger/transcripts")).unwrap();
+            std::fs::copy(
+                forged.join("transcripts").join(f),
+                r.join(".agent-ledger/transcripts").join(f),
+            )
+            .unwrap();
+        }
+        git(r, &["add", "-f", ".agent-ledger"]);
+    });
+    let out = run(root, &["capture", "--run", "pr", "--git", "main..agent"]);
+    assert_ne!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        !root.join(".l2").exists(),
+        "capture followed the branch's ledger"
+    );
+    // What the gate would run next, with the base the action passes:
+    // refused, since HEAD holds the receipt.
+    let fork = git(root, &["merge-base", "main", "agent"]);
+    let out = run(root, &["check", "--run", "pr", "--base", &fork]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("committed in the repository's HEAD"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_range_side_that_is_not_one_commit_is_refused() {
+    let repo = forked_repo();
+    let root = repo.path();
+    let out = run(root, &["capture", "--run", "r", "--git", "^main..agent"]);
+    assert_eq!(out.code, 66, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`^main` is not a commit"),
+        "{}",
+        out.stderr
+    );
+}

@@ -614,3 +614,113 @@ fn fail_on_gives_the_exit_code_of_the_most_severe_listed_status() {
     // Nothing asked for at all is still a usage error.
     run(repo.path(), &["report"]).assert_code(64);
 }
+
+/// Microsoft's SARIF Multitool with GitHub's ingestion rules (the legacy
+/// GH1001-GH1007 turned on), installed by `.ci/sarif-multitool`: every
+/// finding it makes, as `ruleId: message` lines.
+fn github_sarif_findings(sarif: &Path) -> Vec<String> {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tools/sarif-multitool");
+    let tool = tools.join("node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool");
+    assert!(
+        tool.exists(),
+        "the SARIF Multitool is not installed in `{}`: run `bash .ci/sarif-multitool` (`.ci/test` does) and run the tests again",
+        tools.display()
+    );
+    let out = sarif.with_extension("multitool.sarif");
+    let status = std::process::Command::new(&tool)
+        .args(["validate", "-c"])
+        .arg(tools.join("github-rules.xml"))
+        .args([
+            "--rule-kind",
+            "Gh;Ghas",
+            "--quiet",
+            "true",
+            "--log",
+            "ForceOverwrite",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(sarif)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the multitool failed: {status}");
+    let log: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let mut findings = Vec::new();
+    for run in log["runs"].as_array().unwrap() {
+        for r in run["results"].as_array().into_iter().flatten() {
+            findings.push(format!("{}: {}", r["ruleId"], r["message"]));
+        }
+    }
+    findings
+}
+
+#[test]
+fn a_sixty_trial_batchs_sarif_passes_githubs_rules() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let patches = [
+        "patches/good.diff",
+        "patches/deletes-test.diff",
+        "patches/touches-fixture.diff",
+        "capture/truncated-hunk.diff",
+        "patches/weakens-assertion.diff",
+        "patches/does-not-apply.diff",
+    ];
+    let mut manifest = String::new();
+    for i in 0..60 {
+        let line = serde_json::json!({
+            "run": format!("t{i:02}"),
+            "body": fixture(patches[i % patches.len()]),
+            "repo": repo.path(),
+            "base": repo.base,
+            "captured_at": "2026-11-30T00:00:00Z",
+        });
+        manifest.push_str(&format!("{line}\n"));
+    }
+    let manifest_path = scratch.path().join("manifest.jsonl");
+    write(&manifest_path, manifest);
+    let cache = cache_dir();
+    let ledger = scratch.path().join("ledger");
+    let fixtures = fixtures();
+    let res = run(
+        scratch.path(),
+        &[
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "batch",
+            "--manifest-root",
+            fixtures.to_str().unwrap(),
+            "--manifest",
+            manifest_path.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "-j",
+            "2",
+        ],
+    );
+    assert!(res.code != 0 && res.code != 70, "{}", res.stderr);
+    let sarif = scratch.path().join("batch.sarif");
+    run(
+        scratch.path(),
+        &[
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "report",
+            "--sarif",
+            sarif.to_str().unwrap(),
+        ],
+    )
+    .assert_code(0);
+    let log = assert_valid_sarif(&std::fs::read_to_string(&sarif).unwrap());
+    assert_eq!(log["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        log["runs"][0]["properties"]["trials"]
+            .as_array()
+            .unwrap()
+            .len(),
+        60
+    );
+    assert!(log["runs"][0]["results"].as_array().unwrap().len() >= 40);
+    let findings = github_sarif_findings(&sarif);
+    assert!(findings.is_empty(), "{}", findings.join("\n"));
+}

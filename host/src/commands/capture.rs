@@ -251,19 +251,47 @@ impl CaptureArgs {
             (None, None) if self.git.is_some() => {
                 let range = self.git.as_deref().unwrap_or_default();
                 let (base, head) = split_range(range)?;
-                let resolved = self.scope.resolve(
+                let found = self.scope.resolve(
                     ledger,
                     Needs {
                         repo: true,
-                        config_at: ConfigAt::LedgerOnly,
+                        config_at: ConfigAt::Unused,
                     },
                 )?;
-                let repo = resolved.repo()?;
+                let repo = found.repo()?;
                 let base = repo.commit_of(base, "`--git` base")?;
                 let head = repo.commit_of(head, "`--git` head")?;
                 let (merge_base, patch) = repo.range_patch(&base, &head)?;
+                if patch.len() as u64 > input::BODY_CAP {
+                    return Err(Error::data(
+                        Path::new(range),
+                        format!(
+                            "the range's diff is {} bytes, past the cap of {} bytes a captured patch may have",
+                            patch.len(),
+                            input::BODY_CAP
+                        ),
+                    ));
+                }
+                // The ledger the configuration at the merge base names, as
+                // `check` will read it: never one the branch's own
+                // `agent-ledger.toml` moves (it could point `check` at a
+                // receipt the branch commits).
+                let ledger_dir = match ledger {
+                    Some(_) => found.ledger,
+                    None => {
+                        self.scope
+                            .resolve(
+                                None,
+                                Needs {
+                                    repo: true,
+                                    config_at: ConfigAt::Revision(&merge_base),
+                                },
+                            )?
+                            .ledger
+                    }
+                };
                 capture(
-                    &resolved.ledger,
+                    &ledger_dir,
                     CaptureInput {
                         run: &run,
                         format: BodyFormat::Raw,

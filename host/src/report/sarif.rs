@@ -12,9 +12,9 @@
 //! a broken chain: rule `trial_verdict`).
 //!
 //! Every result is located, as GitHub requires: at the finding's path
-//! (relative to `%SRCROOT%`, with `region.startLine` when there is a
-//! line); a result with no path of its own at the first file the trial's
-//! patch names, else at `agent-ledger.toml`. Each trial's status, verdict
+//! (relative to `%SRCROOT%`, `region.startLine` its line, or 1 when it
+//! has none); a result with no path of its own at line 1 of the first file
+//! the trial's patch names, else of `agent-ledger.toml`. Each trial's status, verdict
 //! and reasons are in the run's `properties.trials`. Messages are plain
 //! `text` and carry the exact value (JSON escapes it); a path is
 //! percent-encoded into a relative URI reference, so no path can pass for
@@ -154,8 +154,7 @@ struct Location {
 #[serde(rename_all = "camelCase")]
 struct PhysicalLocation {
     artifact_location: ArtifactLocation,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    region: Option<Region>,
+    region: Region,
 }
 
 #[derive(Serialize)]
@@ -358,10 +357,12 @@ fn location(path: &str, line: Option<u32>) -> Location {
                 uri: uri(path),
                 uri_base_id: SRCROOT,
             },
-            // SARIF lines start at 1; a plugin's 0 names no line.
-            region: line
-                .filter(|l| *l >= 1)
-                .map(|start_line| Region { start_line }),
+            // SARIF lines start at 1; a plugin's 0 names no line. GitHub
+            // wants a region on every location: without a line, the
+            // first.
+            region: Region {
+                start_line: line.filter(|l| *l >= 1).unwrap_or(1),
+            },
         },
     }
 }
