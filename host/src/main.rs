@@ -25,11 +25,20 @@ fn main() {
         std::process::exit(ExitCode::Sysexit(err.exit_code()).code());
     }
     raise_descriptor_limit();
+    // A caller that asked for JSON gets one JSON document on stdout even
+    // when the command fails (the message stays on stderr too).
+    let json = agent_ledger::output::json_requested(std::env::args_os().skip(1));
+    let json_error = |exit: Sysexit, message: &str| {
+        if json && !agent_ledger::output::json_printed() {
+            let doc = agent_ledger::output::ErrorDocument::new(exit, message);
+            let _ = agent_ledger::output::print_json(&doc);
+        }
+    };
     let code = match Cli::try_parse() {
         Ok(cli) => match cli.execute() {
             Ok(code) => code,
             Err(err) => {
-                let mut msg = format!("error: {err}");
+                let mut msg = err.to_string();
                 let mut source = std::error::Error::source(&err);
                 while let Some(s) = source {
                     msg.push_str(&format!(": {s}"));
@@ -37,7 +46,8 @@ fn main() {
                 }
                 // Errors quote paths, git's stderr and record fields: one
                 // line, nothing a terminal would act on.
-                eprintln!("{}", agent_ledger::output::inert(&msg));
+                eprintln!("error: {}", agent_ledger::output::inert(&msg));
+                json_error(err.exit_code(), &msg);
                 ExitCode::Sysexit(err.exit_code())
             }
         },
@@ -46,7 +56,15 @@ fn main() {
             let _ = err.print();
             match err.kind() {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::Ok,
-                _ => ExitCode::Sysexit(Sysexit::Usage),
+                _ => {
+                    let text = err.render().to_string();
+                    let first = text.lines().next().unwrap_or_default();
+                    json_error(
+                        Sysexit::Usage,
+                        first.strip_prefix("error: ").unwrap_or(first),
+                    );
+                    ExitCode::Sysexit(Sysexit::Usage)
+                }
             }
         }
     };

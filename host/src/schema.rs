@@ -34,6 +34,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("batch-manifest-line", of::<crate::batch::Line>()),
         ("swebench-import", of::<crate::swebench::ImportConfig>()),
         ("swebench-report", of::<crate::swebench::RunReport>()),
+        ("error", of::<crate::output::ErrorDocument>()),
     ]
 }
 

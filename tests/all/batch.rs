@@ -642,3 +642,60 @@ fn live_captures_run_concurrently() {
         );
     }
 }
+
+/// On a terminal, `batch` shows a bar with done/total, the verdicts so far,
+/// the trials running and an ETA; without one, a plain line per trial.
+#[test]
+fn a_batch_on_a_terminal_shows_its_progress_and_without_one_a_line_per_trial() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let m = manifest(scratch.path(), &repo, TRIALS, &[]);
+    let cache = cache_dir();
+    let fixtures = fixtures();
+    let args = |ledger: &Path| {
+        vec![
+            "--ledger".to_string(),
+            ledger.display().to_string(),
+            "batch".into(),
+            "--manifest-root".into(),
+            fixtures.display().to_string(),
+            "--manifest".into(),
+            m.display().to_string(),
+            "--cache-dir".into(),
+            cache.display().to_string(),
+        ]
+    };
+    // A pseudo-terminal from util-linux `script`: what a person sees.
+    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_agent-ledger").to_string())
+        .chain(args(&scratch.path().join("tty")))
+        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+        .collect();
+    let out = std::process::Command::new("script")
+        .args(["-qec", &quoted.join(" "), "/dev/null"])
+        .current_dir(repo.path())
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains(&format!("/{} done", TRIALS.len())),
+        "{screen}"
+    );
+    assert!(screen.contains("ETA"), "{screen}");
+    assert!(screen.contains("running"), "{screen}");
+    assert!(
+        screen.contains("review") && screen.contains("reject"),
+        "{screen}"
+    );
+    // No terminal: one plain line per trial, no bar.
+    let plain_args = args(&scratch.path().join("plain"));
+    let plain: Vec<&str> = plain_args.iter().map(String::as_str).collect();
+    let out = run(repo.path(), &plain);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("line "))
+        .collect();
+    assert_eq!(lines.len(), TRIALS.len(), "{}", out.stderr);
+    assert!(!out.stderr.contains("ETA"), "{}", out.stderr);
+}

@@ -81,3 +81,54 @@ fn completions_and_man_pages_name_every_subcommand_and_never_overwrite() {
         "mine\n"
     );
 }
+
+/// A caller that asks for JSON gets one JSON document on stdout when the
+/// command fails too: the exit status, its name and the message.
+#[test]
+fn errors_are_a_json_document_under_format_json() {
+    let dir = tempdir();
+    let missing = dir.path().join("nope.diff");
+    let out = run(
+        dir.path(),
+        &[
+            "--ledger",
+            dir.path().join("l").to_str().unwrap(),
+            "capture",
+            "--run",
+            "r",
+            "--body",
+            missing.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 66, "{}", out.stderr);
+    let doc = out.json();
+    assert_eq!(doc["schema"], 1);
+    assert_eq!(doc["error"]["exit_code"], 66);
+    assert_eq!(doc["error"]["kind"], "no_input");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope.diff"),
+        "{doc}"
+    );
+    assert!(out.stderr.contains("nope.diff"), "{}", out.stderr);
+    // A usage error clap finds, `--format=json` spelled as one argument.
+    let out = run(dir.path(), &["report", "--format=json", "--no-such-flag"]);
+    assert_eq!(out.code, 64, "{}", out.stderr);
+    let doc = out.json();
+    assert_eq!(doc["error"]["kind"], "usage");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--no-such-flag"),
+        "{doc}"
+    );
+    // Without `--format json`, stdout stays empty.
+    let out = run(dir.path(), &["report", "--no-such-flag"]);
+    assert_eq!(out.code, 64);
+    assert_eq!(out.stdout, "");
+}

@@ -539,3 +539,31 @@ fn a_range_side_that_is_not_one_commit_is_refused() {
         out.stderr
     );
 }
+
+/// A test under a name that is not UTF-8 (Latin-1 `é`): plugins see paths
+/// as text, so no property could read what the patch does to it. A branch
+/// that weakens it is rejected, naming why, rather than judged blind.
+#[test]
+fn a_patch_touching_a_path_that_is_not_utf8_is_rejected() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = forked_repo();
+    let root = repo.path();
+    let name = std::ffi::OsStr::from_bytes(b"tests/test_\xe9.py");
+    git(root, &["checkout", "-q", "main"]);
+    write(
+        &root.join(name),
+        "from src.calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "a latin-1 test"]);
+    git(root, &["branch", "-f", "agent", "main"]);
+    on_branch(root, "weaken it", |r| {
+        write(
+            &r.join(name),
+            "from src.calc import add\n\ndef test_add():\n    pass\n",
+        );
+    });
+    let out = gate(root, "pr");
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("not UTF-8"), "{}", out.stdout);
+}

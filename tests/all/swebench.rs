@@ -31,7 +31,10 @@ fn import_batch_and_report_reproduce_the_harness_and_say_where_they_differ() {
         "base_commit": repo.base,
         "test_patch": eval,
         "FAIL_TO_PASS": serde_json::to_string(&[F2P]).unwrap(),
-        "PASS_TO_PASS": serde_json::to_string(&[P2P]).unwrap(),
+        // SWE-bench Lite's pytest-dev__pytest-5227 lists fragments of the
+        // harness's log as tests: no report holds them, and they must not
+        // make a resolving patch a reject.
+        "PASS_TO_PASS": serde_json::to_string(&[P2P, "[100%]", "["]).unwrap(),
         "version": 1.0,
     }]);
     write(&d.join("dataset.json"), dataset.to_string());
@@ -126,6 +129,11 @@ fn import_batch_and_report_reproduce_the_harness_and_say_where_they_differ() {
             .clone()
     };
     let g = model("model-good");
+    let dropped = g["instances"][0]["dropped_ids"].as_str().unwrap();
+    assert!(
+        dropped.contains("PASS_TO_PASS `[100%]`") && dropped.contains("PASS_TO_PASS `[`"),
+        "{dropped}"
+    );
     assert_eq!(
         g["resolved_ids"],
         serde_json::json!(["calc__calc-1"]),

@@ -90,6 +90,12 @@ pub struct Line {
     /// A label for reports: the model whose prediction the body is.
     #[serde(default)]
     pub model: Option<String>,
+    /// For reports (`report --swebench`): ids `swebench import` left out of
+    /// the dataset's lists because no runner reports them (fragments of
+    /// the harness's log, such as `[100%]`), each with its list. Not part
+    /// of the trial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_ids: Vec<DroppedId>,
     /// The body's length as its sender counted it (as `capture
     /// --declared-bytes`): a body cut at a hunk or file boundary is still
     /// a valid diff, and only its length shows the cut.
@@ -253,4 +259,16 @@ fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
         }
     });
     Ok(l)
+}
+
+/// A required-test id `swebench import` left out ([`Line::dropped_ids`]).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct DroppedId {
+    /// The id as the dataset spells it.
+    pub id: String,
+    /// `FAIL_TO_PASS` or `PASS_TO_PASS`.
+    pub list: String,
 }

@@ -248,11 +248,13 @@ pub fn exit_status(outcomes: &[Outcome]) -> ExitCode {
 }
 
 /// Runs the manifest's trials (those `options.partition` selects);
-/// `progress` is told of each trial as it ends.
+/// `progress` is told of each trial as it ends; `started` of each run id
+/// as a worker begins it.
 pub fn run(
     manifest: &Path,
     options: &Options,
     progress: &(dyn Fn(&Outcome, usize) + Sync),
+    started: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<Outcome>> {
     let (trials, mut outcomes) = select(manifest, options)?;
     let total = trials.len() + outcomes.len();
@@ -295,6 +297,7 @@ pub fn run(
         for t in &unique {
             let (sandbox, bases, done) = (&sandbox, &bases, &done);
             s.spawn(move |_| {
+                started(t.spec.run.as_str());
                 let o = match one(t, options, sandbox, bases) {
                     Ok((verdict, _)) => Outcome {
                         line: t.line,

@@ -95,26 +95,40 @@ impl BatchArgs {
                 })
                 .collect::<Result<Vec<_>>>()?,
         };
-        // A bar on a terminal; otherwise one plain line per trial as it ends.
+        // A bar on a terminal (done/total, the verdicts so far, the trials
+        // running now, an ETA); otherwise one plain line per trial as it
+        // ends.
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(0);
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{bar:40} {pos}/{len} trials {elapsed_precise} {msg}",
+                    "{bar:30} {pos}/{len} done {elapsed_precise} ETA {eta} {msg}",
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
+            bar.enable_steady_tick(std::time::Duration::from_millis(500));
             bar
         });
+        let live = std::sync::Mutex::new(Live::default());
         let progress = |o: &Outcome, total: usize| match &bar {
             Some(bar) => {
+                let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
+                live.finished(o);
                 bar.set_length(total as u64);
                 bar.inc(1);
+                bar.set_message(live.message());
                 if let Some(e) = &o.error {
                     bar.println(format!("error: {}", inert(e)));
                 }
             }
             None => eprintln!("{}", line(o)),
+        };
+        let started = |run: &str| {
+            if let Some(bar) = &bar {
+                let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
+                live.running.insert(run.to_string());
+                bar.set_message(live.message());
+            }
         };
         if !self.replay_phase && batch::has_live_captures(&self.manifest, &options)? {
             // Live captures first, from this process, the only one with a
@@ -154,7 +168,7 @@ impl BatchArgs {
         // No live capture (or this is the replay half): leave the network
         // now, while this process has one thread.
         crate::netns::isolate();
-        let outcomes = batch::run(&self.manifest, &options, &progress)?;
+        let outcomes = batch::run(&self.manifest, &options, &progress, &started)?;
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
@@ -162,6 +176,54 @@ impl BatchArgs {
         let value = serde_json::json!({ "exit_code": status.code(), "trials": outcomes });
         output::emit(self.output.format, &value, || summary(&outcomes, status))?;
         Ok(status)
+    }
+}
+
+/// What the progress bar shows beside the counts: the verdicts so far and
+/// the trials running now.
+#[derive(Default)]
+struct Live {
+    running: std::collections::BTreeSet<String>,
+    verdicts: std::collections::BTreeMap<&'static str, usize>,
+}
+
+impl Live {
+    fn finished(&mut self, o: &Outcome) {
+        if let Some(run) = &o.run {
+            self.running.remove(run);
+        }
+        let what = match (&o.verdict, &o.error) {
+            (Some(v), _) => v.as_str(),
+            (None, _) => "error",
+        };
+        *self.verdicts.entry(what).or_default() += 1;
+    }
+
+    fn message(&self) -> String {
+        let counts: Vec<String> = self
+            .verdicts
+            .iter()
+            .map(|(v, n)| format!("{n} {v}"))
+            .collect();
+        let mut running: Vec<String> = self
+            .running
+            .iter()
+            .take(4)
+            .map(|r| inert(r).into_owned())
+            .collect();
+        if self.running.len() > 4 {
+            running.push(format!("+{}", self.running.len() - 4));
+        }
+        format!(
+            "| {} | running {}: {}",
+            if counts.is_empty() {
+                "no verdict yet".to_string()
+            } else {
+                counts.join(", ")
+            },
+            self.running.len(),
+            running.join(" ")
+        )
     }
 }
 

@@ -65,8 +65,13 @@ impl ImportArgs {
             &crate::clock::format_time(at),
         )?;
         output::emit(self.output.format, &imported, || {
+            let roots: String = imported
+                .manifest_roots
+                .iter()
+                .map(|r| format!(" --manifest-root {}", output::inert(r)))
+                .collect();
             format!(
-                "wrote {} with {} trial(s) of {} model(s) ({} empty patch(es){}); run it with `agent-ledger batch --manifest {}`\n",
+                "wrote {} with {} trial(s) of {} model(s) ({} empty patch(es){}); run it with `agent-ledger batch --manifest {}{roots}`\n",
                 output::inert(&imported.manifest),
                 imported.trials,
                 imported.models.len(),

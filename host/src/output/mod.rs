@@ -35,11 +35,22 @@ pub fn print(text: &str) -> Result<()> {
     }
 }
 
+/// Set once a JSON document went to stdout: a command that then fails
+/// (`report` on a broken chain) has given its one document already, and
+/// no error document follows it.
+static JSON_PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::Internal(format!("cannot serialise output: {e}")))?;
     text.push('\n');
+    JSON_PRINTED.store(true, std::sync::atomic::Ordering::SeqCst);
     print(&text)
+}
+
+/// Whether a JSON document already went to stdout.
+pub fn json_printed() -> bool {
+    JSON_PRINTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Prints `value` as JSON or `text()` for people, as `format` asks.
@@ -126,4 +137,80 @@ mod tests {
         assert_eq!(inert("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
         assert_eq!(inert("a\u{2028}b"), "a\\u{2028}b");
     }
+}
+
+/// What a command that fails prints on stdout under `--format json`
+/// (`schemas/error.schema.json`): one document, so a caller that asked
+/// for JSON always gets JSON, whatever happened. The message is also on
+/// stderr, as without `--format json`.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct ErrorDocument {
+    /// The version of this document's shape: 1.
+    pub schema: u32,
+    pub error: ErrorBody,
+}
+
+/// The failure itself.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct ErrorBody {
+    /// The process exit status (64 usage, 65 data, 66 no input, 70
+    /// internal, 73 cannot create, 74 I/O).
+    pub exit_code: i32,
+    /// The exit status's name.
+    pub kind: ErrorKind,
+    /// The message, as printed on stderr (without `error: `).
+    pub message: String,
+}
+
+/// The name of a failing exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Usage,
+    Data,
+    NoInput,
+    Internal,
+    CantCreate,
+    Io,
+}
+
+impl ErrorDocument {
+    pub fn new(exit: crate::exit::Sysexit, message: &str) -> ErrorDocument {
+        use crate::exit::Sysexit;
+        ErrorDocument {
+            schema: 1,
+            error: ErrorBody {
+                exit_code: exit.code(),
+                kind: match exit {
+                    Sysexit::Usage => ErrorKind::Usage,
+                    Sysexit::Data => ErrorKind::Data,
+                    Sysexit::NoInput => ErrorKind::NoInput,
+                    Sysexit::Software => ErrorKind::Internal,
+                    Sysexit::CantCreate => ErrorKind::CantCreate,
+                    Sysexit::Io => ErrorKind::Io,
+                },
+                message: message.to_string(),
+            },
+        }
+    }
+}
+
+/// Whether the command line asks for `--format json` (as one argument or
+/// two), before any `--`: known even when the arguments do not parse.
+pub fn json_requested(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    let mut previous_was_format = false;
+    for arg in args {
+        let Some(arg) = arg.to_str().map(str::to_string) else {
+            previous_was_format = false;
+            continue;
+        };
+        if arg == "--" {
+            return false;
+        }
+        if (previous_was_format && arg == "json") || arg == "--format=json" {
+            return true;
+        }
+        previous_was_format = arg == "--format";
+    }
+    false
 }

@@ -593,6 +593,15 @@ pub(super) fn before_apply(patch: &[u8], strip: u32, protected: &GlobSet) -> Vec
                     "path is {depth} components deep, past the {MAX_DEPTH} a trial tree may have (every walk of the tree holds a descriptor per level)"
                 ),
             ));
+        } else if std::str::from_utf8(&raw).is_err() {
+            // Plugins see paths as text (WIT strings): a file of this name
+            // would reach them under another name, so no property could
+            // read what the patch does to it (a test weakened under a
+            // Latin-1 name passed).
+            findings.push(finding(
+                &path,
+                "path is not UTF-8: properties read paths as text, so what the patch does to this file could not be judged",
+            ));
         } else if protected.is_match(&path) {
             findings.push(finding(&path, "patch touches a protected path"));
         }

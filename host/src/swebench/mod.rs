@@ -121,6 +121,18 @@ pub fn read_dataset(path: &Path) -> Result<BTreeMap<String, Instance>> {
     Ok(out)
 }
 
+/// The ids of a required-test list that a runner can report, and the ones
+/// no runner ever does: fragments of the harness's log its parser took for
+/// test names (SWE-bench Lite's pytest-dev__pytest-5227 lists `[100%]`,
+/// `[` and `[100%]-----`). A pytest node id, a unittest or Django
+/// `name (module.Class)` and a bare function name never start with `[`.
+/// Required, such an id could never be found in a report, and a resolving
+/// patch would be rejected for it; the harness counts it as passing only
+/// because its own parser wrote it.
+pub fn without_log_fragments(ids: &[String]) -> (Vec<String>, Vec<String>) {
+    ids.iter().cloned().partition(|id| !id.starts_with('['))
+}
+
 /// Reads predictions: a JSON list, a JSON object keyed by instance id, or
 /// JSONL, each with `instance_id` (or the key), `model_name_or_path` and
 /// `model_patch` (null or absent: an empty patch).
@@ -365,6 +377,9 @@ pub struct Imported {
     pub skipped: Vec<String>,
     /// Models, sorted.
     pub models: Vec<String>,
+    /// The `test_ro` paths the trials show, sorted: `batch` reads them only
+    /// under a `--manifest-root`, so each is one.
+    pub manifest_roots: Vec<String>,
 }
 
 /// Writes `out/manifest.jsonl`, `out/bodies/RUN.diff` and
@@ -394,6 +409,7 @@ pub fn import(
     let mut skipped = Vec::new();
     let mut empty = 0;
     let mut models = BTreeSet::new();
+    let mut roots = BTreeSet::new();
     let mut bodies: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let mut evals: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for p in &preds {
@@ -456,10 +472,20 @@ pub fn import(
                 f.strip_suffix(".py").unwrap_or(f).replace('/', ".")
             })
             .collect();
-        let ids: Vec<String> = i
-            .fail_to_pass
+        let (fail_to_pass, dropped_f2p) = without_log_fragments(&i.fail_to_pass);
+        let (pass_to_pass, dropped_p2p) = without_log_fragments(&i.pass_to_pass);
+        let dropped: Vec<serde_json::Value> = dropped_f2p
             .iter()
-            .chain(&i.pass_to_pass)
+            .map(|id| serde_json::json!({"id": id, "list": "FAIL_TO_PASS"}))
+            .chain(
+                dropped_p2p
+                    .iter()
+                    .map(|id| serde_json::json!({"id": id, "list": "PASS_TO_PASS"})),
+            )
+            .collect();
+        let ids: Vec<String> = fail_to_pass
+            .iter()
+            .chain(&pass_to_pass)
             .map(|s| quote(s))
             .collect();
         let values = BTreeMap::from([
@@ -510,17 +536,21 @@ pub fn import(
             "base": i.base_commit,
             "test_cmd": test_cmd,
             "eval_patch": eval,
-            "fail_to_pass": i.fail_to_pass,
-            "pass_to_pass": i.pass_to_pass,
+            "fail_to_pass": fail_to_pass,
+            "pass_to_pass": pass_to_pass,
             "captured_at": captured_at,
             "instance_id": i.instance_id,
             "model": p.model,
         });
+        if !dropped.is_empty() {
+            line["dropped_ids"] = dropped.into();
+        }
         if let Some(parser) = &spec.log_parser {
             line["log_parser"] = parser.clone().into();
         }
         if !spec.test_ro.is_empty() {
             line["test_ro"] = serde_json::json!(spec.test_ro);
+            roots.extend(spec.test_ro.iter().map(|r| r.display().to_string()));
         }
         if !spec.test_env.is_empty() {
             line["test_env"] = serde_json::json!(spec.test_env);
@@ -545,6 +575,7 @@ pub fn import(
         empty_patches: empty,
         skipped,
         models: models.into_iter().collect(),
+        manifest_roots: roots.into_iter().collect(),
     })
 }
 

@@ -60,6 +60,11 @@ pub struct InstanceReport {
     /// weakens tests; says which property and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub differs_by_design: Option<String>,
+    /// Ids `swebench import` left out of the dataset's lists, and why: no
+    /// runner reports them (fragments of the harness's log). Absent when
+    /// none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_ids: Option<String>,
 }
 
 /// The properties whose miss alone can make a resolved instance ours to
@@ -103,9 +108,22 @@ pub fn run_report(
                 resolved: false,
                 reasons: vec!["no record of this run in the ledger".into()],
                 differs_by_design: None,
+                dropped_ids: None,
             },
             Some(t) => instance_report(instance, t),
         };
+        let mut report = report;
+        if !line.dropped_ids.is_empty() {
+            let ids: Vec<String> = line
+                .dropped_ids
+                .iter()
+                .map(|d| format!("{} `{}`", d.list, d.id))
+                .collect();
+            report.dropped_ids = Some(format!(
+                "not required, as no test runner reports them (fragments of the harness's log its parser took for test names): {}",
+                ids.join(", ")
+            ));
+        }
         let empty = report
             .reasons
             .iter()
@@ -195,5 +213,6 @@ fn instance_report(instance: &str, t: &crate::report::Trial) -> InstanceReport {
             .map(|r| format!("{}: {}", r.code, r.message))
             .collect(),
         differs_by_design,
+        dropped_ids: None,
     }
 }
