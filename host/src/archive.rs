@@ -39,6 +39,7 @@ fn run_files(ledger: &Ledger, run: &RunId) -> Result<Vec<String>> {
         format!("properties/{run}.junit.xml"),
         format!("properties/{run}.base-junit.xml"),
         format!("properties/{run}.eval.patch"),
+        format!("properties/{run}.test.log"),
         format!("verdicts/{run}.json"),
         format!("signatures/{run}.dsse.json"),
     ];

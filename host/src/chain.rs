@@ -156,6 +156,11 @@ pub fn store_junit(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredF
     store_report(ledger.junit(run), bytes, "test report")
 }
 
+/// Writes what the trial's test command wrote beside the property record.
+pub fn store_test_log(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredFile> {
+    store_report(ledger.test_log(run), bytes, "test command's output")
+}
+
 /// Writes the evaluator's test patch beside the property record.
 pub fn store_eval_patch(ledger: &Ledger, run: &RunId, bytes: &[u8]) -> Result<StoredFile> {
     store_report(ledger.eval_patch(run), bytes, "evaluator's test patch")

@@ -325,7 +325,7 @@ pub fn replay(
             } else {
                 None
             };
-            let (mut run, report) = replay::run_tests(
+            let (mut run, report, log) = replay::run_tests_logged(
                 trees.shared(),
                 Some((&transcript.patch, transcript.loaded.record.strip)),
                 eval,
@@ -333,6 +333,7 @@ pub fn replay(
                 spec.ledger.root(),
                 &lock.record.roots,
             )?;
+            run.log = Some(chain::store_test_log(&spec.ledger, &spec.run, &log)?);
             let junit = match report {
                 Some(bytes) => Some((chain::store_junit(&spec.ledger, &spec.run, &bytes)?, bytes)),
                 None => None,

@@ -38,6 +38,7 @@ const RUN_FILES: &[(&str, &str)] = &[
     ("properties", ".junit.xml"),
     ("properties", ".base-junit.xml"),
     ("properties", ".eval.patch"),
+    ("properties", ".test.log"),
     ("verdicts", ".json"),
     ("signatures", ".dsse.json"),
 ];

@@ -596,6 +596,12 @@ pub struct TestRun {
     /// (`sympy`, `django`, `pytest`), when the command wrote none itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_parser: Option<String>,
+    /// Everything the trial's run wrote (up to the output cap), stdout
+    /// then stderr under a header line each, stored beside this record as
+    /// `ID.test.log` (untrusted text). Absent for the base's run and in
+    /// records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<StoredFile>,
 }
 
 /// The test command's run on the base revision: the suite as the trusted

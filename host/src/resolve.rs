@@ -275,6 +275,11 @@ pub struct TestEnvArgs {
     #[arg(long, value_name = "SECONDS", requires = "test_cmd",
           default_value_t = crate::replay::DEFAULT_TEST_TIMEOUT_SECS)]
     pub test_timeout: u64,
+    /// Also copy the trial's test command output to stderr as it runs
+    /// (escaped). Without it the output goes only to the ledger, as
+    /// `properties/ID.test.log`, and the record keeps its last 64 KiB.
+    #[arg(long, requires = "test_cmd")]
+    pub show_test_output: bool,
     /// Kill `--test-cmd` once it has printed more than this many MiB,
     /// stdout and stderr together (the trial is then not `review`).
     #[arg(long, value_name = "MIB", requires = "test_cmd",
@@ -331,7 +336,7 @@ impl TestEnvArgs {
             env: test_env(&self.vars, &config.env)?,
             log_parser: None,
             cache_dir,
-            echo: true,
+            echo: self.show_test_output,
         })
     }
 }

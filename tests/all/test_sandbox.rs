@@ -553,13 +553,19 @@ fn the_sandbox_devices_open_for_reading_and_writing() {
     assert_eq!(code, 0, "{stderr}");
 }
 
-/// Output the test command prints reaches the terminal escaped, as all
-/// untrusted text does: an escape sequence cannot retitle or recolour it.
+/// Output the test command prints reaches the terminal (when asked for)
+/// escaped, as all untrusted text does: an escape sequence cannot retitle
+/// or recolour it.
 #[test]
 fn the_test_commands_output_reaches_the_terminal_escaped() {
     let trial = Trial::new();
     let cmd = format!("printf '\\033]0;pwned\\007\\033[31mRED\\n'; {PASS}");
-    let c = trial.command(&["--test-cmd", &cmd, "--no-test-baseline"]);
+    let c = trial.command(&[
+        "--test-cmd",
+        &cmd,
+        "--no-test-baseline",
+        "--show-test-output",
+    ]);
     let (code, screen) = on_a_terminal(c);
     assert_eq!(code, 0, "{screen}");
     assert!(
@@ -841,5 +847,41 @@ fn a_baseline_without_a_report_is_an_error() {
             .unwrap()
             .contains("on the base revision"),
         "{p:#}"
+    );
+}
+
+/// The test command's output goes to `properties/ID.test.log` (named in
+/// the record, checked by `verify`), not the terminal, unless asked.
+#[test]
+fn the_test_commands_output_goes_to_a_log_beside_the_record_not_the_terminal() {
+    let trial = Trial::new();
+    let cmd = format!("echo OUT-LINE-1; echo ERR-LINE-1 >&2; {PASS}");
+    let (code, stderr) = trial.check(&cmd, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !stderr.contains("OUT-LINE-1") && !stderr.contains("ERR-LINE-1"),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(trial.ledger().join("properties/r.test.log")).unwrap();
+    assert_eq!(
+        log,
+        "==> stdout <==\nOUT-LINE-1\n==> stderr <==\nERR-LINE-1\n"
+    );
+    let record = trial.repo.properties("r");
+    let stored = &record["test_run"]["log"];
+    assert_eq!(stored["file"], "r.test.log");
+    assert_eq!(stored["bytes"], log.len());
+    // Tampering with the log is what verify finds.
+    let out = run(trial.repo.path(), &["verify", "--run", "r"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    std::fs::write(trial.ledger().join("properties/r.test.log"), "all green\n").unwrap();
+    let out = run(trial.repo.path(), &["verify", "--run", "r"]);
+    assert_eq!(out.code, 5, "{}{}", out.stdout, out.stderr);
+    // Asked for, it is shown too.
+    let (code, stderr) = trial.check_run("s", &cmd, &["--show-test-output"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("OUT-LINE-1") && stderr.contains("ERR-LINE-1"),
+        "{stderr}"
     );
 }

@@ -74,6 +74,10 @@ impl Ledger {
             .join("properties")
             .join(format!("{run}.base-junit.xml"))
     }
+    /// Everything the trial's test command wrote (`check --test-cmd`).
+    pub fn test_log(&self, run: &RunId) -> PathBuf {
+        self.root.join("properties").join(format!("{run}.test.log"))
+    }
     /// The evaluator's test patch of the trial (`--eval-patch`).
     pub fn eval_patch(&self, run: &RunId) -> PathBuf {
         self.root

@@ -173,6 +173,23 @@ pub fn run_tests(
     ledger_root: &Path,
     fixtures: &[String],
 ) -> Result<(TestRun, Option<Vec<u8>>)> {
+    run_tests_logged(trees, patch, eval, test, ledger_root, fixtures)
+        .map(|(run, report, _)| (run, report))
+}
+
+/// [`run_tests`], and everything the command wrote: stdout, then stderr,
+/// each under a header line (what `check` stores as `ID.test.log`).
+pub fn run_tests_logged(
+    trees: &super::BaseTree,
+    patch: Option<(&[u8], u32)>,
+    eval: Option<(
+        &crate::evaluation::TestPatch,
+        &crate::record::LockedEvaluation,
+    )>,
+    test: &TestCommand,
+    ledger_root: &Path,
+    fixtures: &[String],
+) -> Result<(TestRun, Option<Vec<u8>>, Vec<u8>)> {
     let (repo, base) = (trees.checkout.repo(), trees.base.as_str());
     let tmp = tempdir()?;
     // A hard-linked copy shown as an overlay's lower layer where the
@@ -229,7 +246,7 @@ pub fn run_tests(
                 super::test_tree::refused(Some(&format!("no idmapped mount: {e}")));
                 drop(host_id);
                 drop(tmp);
-                return run_tests(trees, patch, eval, test, ledger_root, fixtures);
+                return run_tests_logged(trees, patch, eval, test, ledger_root, fixtures);
             }
         }
     }
@@ -316,7 +333,7 @@ pub fn run_tests(
         // Unmounted before the scratch directory is removed.
         drop(idmapped);
         drop(tmp);
-        return run_tests(trees, patch, eval, test, ledger_root, fixtures);
+        return run_tests_logged(trees, patch, eval, test, ledger_root, fixtures);
     }
     let (sandbox, ran) = match probed {
         Ok(()) => (
@@ -376,8 +393,17 @@ pub fn run_tests(
         stdout_tail: tail(&ran.stdout),
         stderr_tail: tail(&ran.stderr),
         log_parser,
+        log: None,
     };
-    Ok((run, junit))
+    let mut log = Vec::with_capacity(ran.stdout.len() + ran.stderr.len() + 64);
+    log.extend_from_slice(b"==> stdout <==\n");
+    log.extend_from_slice(&ran.stdout);
+    if !ran.stdout.is_empty() && !ran.stdout.ends_with(b"\n") {
+        log.push(b'\n');
+    }
+    log.extend_from_slice(b"==> stderr <==\n");
+    log.extend_from_slice(&ran.stderr);
+    Ok((run, junit, log))
 }
 
 /// How much of each output stream the record keeps.

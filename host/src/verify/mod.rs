@@ -234,6 +234,9 @@ impl<'a> Verifier<'a> {
             if let Some(j) = &p.record.base_junit {
                 check!("base test report", read_stored(&p.path, j).map(|_| ()));
             }
+            if let Some(l) = p.record.test_run.as_ref().and_then(|t| t.log.as_ref()) {
+                check!("test command's output", read_stored(&p.path, l).map(|_| ()));
+            }
             if let Some(j) = p.record.evaluation.as_ref().and_then(|e| e.patch.as_ref()) {
                 check!(
                     "evaluator's test patch",
