@@ -190,7 +190,7 @@ fn slowest(h: &mut String, summary: &Summary) {
             escape(&anchor(&t.run_id)),
             escape(&t.run_id),
             t.status.label(),
-            t.fuel_used
+            human_count(t.fuel_used)
         );
     }
     h.push_str("</table>\n</section>\n");
@@ -214,8 +214,9 @@ fn trial(h: &mut String, t: &Trial) {
         t.status.as_str(),
         t.status.label(),
         escape(&t.run_id),
-        t.fuel()
+        human_count(t.fuel())
     );
+    about(h, &t.about);
     if !t.reasons.is_empty() {
         h.push_str("<ul class=\"reasons\">\n");
         for r in &t.reasons {
@@ -238,7 +239,7 @@ fn trial(h: &mut String, t: &Trial) {
                 "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>",
                 escape(&p.name),
                 p.outcome.as_str(),
-                p.fuel_used
+                human_count(p.fuel_used)
             );
             if let Some(e) = &p.error {
                 let _ = write!(h, "<p class=\"error\"><code>{}</code></p>", escape(e));
@@ -255,6 +256,74 @@ fn trial(h: &mut String, t: &Trial) {
         h.push_str("</table>\n");
     }
     h.push_str("</details>\n");
+}
+
+/// The trial's base, model, commits and patch (folded).
+fn about(h: &mut String, a: &super::About) {
+    let mut rows = Vec::new();
+    if let Some(b) = &a.base {
+        rows.push(("base", format!("<code>{}</code>", escape(b))));
+    }
+    if let Some(r) = &a.range {
+        rows.push(("commits", format!("<code>{}</code>", escape(r))));
+    }
+    if let Some(m) = &a.model {
+        rows.push(("model", escape(m)));
+    }
+    if let Some(n) = a.patch_bytes {
+        rows.push(("patch", human_bytes(n)));
+    }
+    if !rows.is_empty() {
+        h.push_str("<table class=\"about\">");
+        for (k, v) in rows {
+            let _ = write!(h, "<tr><th>{k}</th><td>{v}</td></tr>");
+        }
+        h.push_str("</table>\n");
+    }
+    if let (Some(p), Some(n)) = (&a.patch, a.patch_bytes) {
+        let shown = if (p.len() as u64) < n {
+            format!(" (the first {})", human_bytes(p.len() as u64))
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            h,
+            "<details class=\"patch\"><summary>the patch{shown}</summary><pre><code>"
+        );
+        // Line by line: the line breaks are the page's, everything else
+        // in a line is escaped text.
+        let lines: Vec<String> = p.split('\n').map(escape).collect();
+        h.push_str(&lines.join("\n"));
+        h.push_str("</code></pre></details>\n");
+    }
+}
+
+/// A count for people: `950`, `711 k`, `3.58 M`, `1.2 G`.
+pub fn human_count(n: u64) -> String {
+    let v = n as f64;
+    if n < 1_000 {
+        n.to_string()
+    } else if n < 1_000_000 {
+        format!("{:.0} k", v / 1e3)
+    } else if n < 1_000_000_000 {
+        format!("{:.2} M", v / 1e6)
+    } else {
+        format!("{:.2} G", v / 1e9)
+    }
+}
+
+/// A size for people: `512 B`, `2.4 KiB`, `2.38 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    let v = n as f64;
+    if n < 1 << 10 {
+        format!("{n} B")
+    } else if n < 1 << 20 {
+        format!("{:.1} KiB", v / 1024.0)
+    } else if n < 1 << 30 {
+        format!("{:.2} MiB", v / 1048576.0)
+    } else {
+        format!("{:.2} GiB", v / 1073741824.0)
+    }
 }
 
 /// The element id of a trial.
@@ -314,5 +383,36 @@ mod tests {
             escape("<a href='x'>&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn each_trial_shows_its_base_model_and_patch_and_sizes_for_people() {
+        let t = trials();
+        let page = render(&Summary::of(&t), &t);
+        let good = &page[page.find("<details id=\"trial-good\"").unwrap()..];
+        let good = &good[..good.find("</details>\n<details id=").unwrap()];
+        assert!(
+            good.contains("<th>base</th><td><code>0123abcd</code>"),
+            "{good}"
+        );
+        assert!(
+            good.contains("<th>model</th><td>model-&lt;script&gt;"),
+            "{good}"
+        );
+        assert!(good.contains("<th>patch</th><td>2.38 MiB</td>"), "{good}");
+        assert!(good.contains("the patch (the first"), "{good}");
+        assert!(
+            good.contains("<pre><code>diff --git a/x b/x\n+&lt;script&gt;"),
+            "{good}"
+        );
+        // Control characters in a line are escaped text.
+        assert!(good.contains("\\u{1b}[2J"), "{good}");
+        assert!(!page.contains('\u{1b}'));
+        assert_eq!(page.matches("<script").count(), 0);
+        assert_eq!(human_count(950), "950");
+        assert_eq!(human_count(711_125), "711 k");
+        assert_eq!(human_count(3_580_085), "3.58 M");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(2_500), "2.4 KiB");
     }
 }

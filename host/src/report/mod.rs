@@ -115,7 +115,30 @@ pub struct Trial {
     /// apply` strips them), in patch order; empty without a transcript.
     /// Where a report must point at a file for a trial-level result.
     pub patched: Vec<String>,
+    /// What the HTML report shows of the trial beside its verdict.
+    pub about: About,
 }
+
+/// A trial's inputs, for people: the base it was judged on, the model, the
+/// patch. Each is absent when no record on file holds it.
+#[derive(Debug, Clone, Default)]
+pub struct About {
+    /// The base revision (the property record's, else a `capture --git`
+    /// receipt's merge base).
+    pub base: Option<String>,
+    /// The model the response came from (what the server said, else what
+    /// was asked for).
+    pub model: Option<String>,
+    /// The commits the patch was taken from (`capture --git`).
+    pub range: Option<String>,
+    /// The patch's size in bytes, and its first [`PATCH_SHOWN`] bytes as
+    /// text (lossy; untrusted).
+    pub patch_bytes: Option<u64>,
+    pub patch: Option<String>,
+}
+
+/// How much of a patch the HTML report shows.
+pub const PATCH_SHOWN: usize = 64 << 10;
 
 impl Trial {
     /// Fuel all properties used: the deterministic measure of a trial's
@@ -131,6 +154,7 @@ impl Trial {
             reasons: vec![Reason::new(BROKEN_CHAIN, why)],
             properties: Vec::new(),
             patched: Vec::new(),
+            about: About::default(),
         }
     }
 }
@@ -188,6 +212,27 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
         Err(e) => return Trial::broken(run, e.to_string()),
     };
     let mut patched: Vec<String> = Vec::new();
+    let mut about = About {
+        base: records
+            .properties
+            .as_ref()
+            .map(|p| p.record.base_revision.clone()),
+        ..About::default()
+    };
+    if let Some(t) = &records.transcript {
+        let r = &t.loaded.record;
+        about.model = r
+            .model
+            .clone()
+            .or_else(|| r.http.as_ref().map(|h| h.model_requested.clone()));
+        if let Some(g) = &r.git {
+            about.range = Some(g.range.clone());
+            about.base = about.base.or_else(|| Some(g.merge_base.clone()));
+        }
+        about.patch_bytes = Some(t.patch.len() as u64);
+        let shown = &t.patch[..t.patch.len().min(PATCH_SHOWN)];
+        about.patch = Some(String::from_utf8_lossy(shown).into_owned());
+    }
     if let Some(t) = &records.transcript {
         for p in crate::diff::header_paths(&t.patch, t.loaded.record.strip) {
             let p = String::from_utf8_lossy(&p).into_owned();
@@ -210,6 +255,7 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
         reasons,
         properties,
         patched,
+        about,
     }
 }
 
@@ -482,6 +528,13 @@ pub(crate) mod tests {
                 reasons: vec![Reason::new("properties_hold", "every property holds")],
                 properties: vec![property("tests_not_deleted", Outcome::Holds, vec![])],
                 patched: vec!["src/retry.py".into()],
+                about: About {
+                    base: Some("0123abcd".into()),
+                    model: Some(format!("model-{HOSTILE}")),
+                    range: None,
+                    patch_bytes: Some(2_500_000),
+                    patch: Some(format!("diff --git a/x b/x\n+{HOSTILE}\n")),
+                },
             },
             Trial {
                 run_id: "bad".into(),
@@ -499,6 +552,7 @@ pub(crate) mod tests {
                     property("oracle", Outcome::Error, vec![]),
                 ],
                 patched: vec!["tests/test_retry.py".into()],
+                about: About::default(),
             },
             Trial {
                 run_id: "cut".into(),
@@ -506,6 +560,7 @@ pub(crate) mod tests {
                 reasons: vec![Reason::new("truncated_hunk", "the last hunk is cut")],
                 properties: vec![],
                 patched: vec!["src/cut.py".into()],
+                about: About::default(),
             },
             Trial {
                 run_id: "pending".into(),
@@ -513,6 +568,7 @@ pub(crate) mod tests {
                 reasons: vec![],
                 properties: vec![],
                 patched: vec![],
+                about: About::default(),
             },
             Trial::broken("tampered", "field `lock_sha256` names another lock".into()),
         ]
