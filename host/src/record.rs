@@ -596,6 +596,12 @@ pub struct TestRun {
     /// (`sympy`, `django`, `pytest`), when the command wrote none itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_parser: Option<String>,
+    /// How long the command ran, in milliseconds (wall time, from start to
+    /// the end of its last process). Only the command's own run is timed:
+    /// properties are judged by fuel, and their records must replay
+    /// identically. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
     /// Everything the trial's run wrote (up to the output cap), stdout
     /// then stderr under a header line each, stored beside this record as
     /// `ID.test.log` (untrusted text). Absent for the base's run and in

@@ -335,6 +335,7 @@ pub fn run_tests_logged(
         drop(tmp);
         return run_tests_logged(trees, patch, eval, test, ledger_root, fixtures);
     }
+    let started = std::time::Instant::now();
     let (sandbox, ran) = match probed {
         Ok(()) => (
             "namespaces",
@@ -361,6 +362,7 @@ pub fn run_tests_logged(
             )));
         }
     };
+    let elapsed = started.elapsed();
     let mut junit = read_report(&report)?;
     let mut log_parser = None;
     if junit.is_none()
@@ -393,6 +395,7 @@ pub fn run_tests_logged(
         stdout_tail: tail(&ran.stdout),
         stderr_tail: tail(&ran.stderr),
         log_parser,
+        elapsed_ms: Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
         log: None,
     };
     let mut log = Vec::with_capacity(ran.stdout.len() + ran.stderr.len() + 64);

@@ -3,7 +3,9 @@
 //! failed. A `miss`, `error` or `vacuous` property is a `<failure>` whose
 //! message is its first finding (or its error) and whose text lists every
 //! finding; a verdict other than `review` is a failure too, and a run that
-//! is not classified or whose chain is broken is an `<error>`.
+//! is not classified or whose chain is broken is an `<error>`. The
+//! `test_command` case and its suite carry the test command's wall time
+//! (`time`), the one duration the records hold.
 //!
 //! Written with `quick-junit` (the crate cargo-nextest writes its reports
 //! with), which escapes markup through `quick-xml` and drops characters XML
@@ -23,8 +25,18 @@ pub fn render(trials: &[Trial]) -> Result<String> {
     for t in trials {
         let mut suite = TestSuite::new(text(&t.run_id));
         suite.add_test_case(verdict_case(t));
+        // The test command's wall time is the one duration on record
+        // (properties are measured in fuel, so replays stay identical).
+        let took = t.about.test_ms.map(std::time::Duration::from_millis);
         for p in &t.properties {
-            suite.add_test_case(property_case(t, p));
+            let mut case = property_case(t, p);
+            if let Some(d) = took.filter(|_| p.name == crate::replay::TEST_COMMAND) {
+                case.set_time(d);
+            }
+            suite.add_test_case(case);
+        }
+        if let Some(d) = took {
+            suite.set_time(d);
         }
         report.add_test_suite(suite);
     }
@@ -115,6 +127,32 @@ fn text(s: &str) -> String {
 mod tests {
     use super::super::tests::{HOSTILE, trials};
     use super::*;
+
+    #[test]
+    fn the_test_commands_wall_time_is_its_cases_and_its_suites_duration() {
+        let mut t = trials().remove(0);
+        let mut run = t.properties[0].clone();
+        run.name = crate::replay::TEST_COMMAND.into();
+        t.properties.push(run);
+        let xml = render(&[t]).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let suite = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testsuite"))
+            .unwrap();
+        assert_eq!(suite.attribute("time"), Some("1.500"), "{xml}");
+        let case = |name: &str| {
+            doc.descendants()
+                .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(name))
+                .unwrap()
+        };
+        assert_eq!(
+            case("test_command").attribute("time"),
+            Some("1.500"),
+            "{xml}"
+        );
+        assert_eq!(case("tests_not_deleted").attribute("time"), None, "{xml}");
+    }
 
     #[test]
     fn one_suite_per_run_one_case_per_property_and_failures_for_misses() {

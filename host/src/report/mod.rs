@@ -135,6 +135,8 @@ pub struct About {
     /// text (lossy; untrusted).
     pub patch_bytes: Option<u64>,
     pub patch: Option<String>,
+    /// How long the trial's test command ran (`test_run.elapsed_ms`).
+    pub test_ms: Option<u64>,
 }
 
 /// How much of a patch the HTML report shows.
@@ -217,6 +219,11 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
             .properties
             .as_ref()
             .map(|p| p.record.base_revision.clone()),
+        test_ms: records
+            .properties
+            .as_ref()
+            .and_then(|p| p.record.test_run.as_ref())
+            .and_then(|r| r.elapsed_ms),
         ..About::default()
     };
     if let Some(t) = &records.transcript {
@@ -534,6 +541,7 @@ pub(crate) mod tests {
                     range: None,
                     patch_bytes: Some(2_500_000),
                     patch: Some(format!("diff --git a/x b/x\n+{HOSTILE}\n")),
+                    test_ms: Some(1_500),
                 },
             },
             Trial {
