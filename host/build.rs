@@ -190,15 +190,39 @@ fn version(host: &Path) {
     }
     .unwrap_or_else(|| "unknown".into());
     let manifest = std::fs::read_to_string(host.join("Cargo.toml")).unwrap();
-    let wasmtime = manifest
-        .lines()
-        .find_map(|l| l.strip_prefix("wasmtime = { version = \"="))
-        .and_then(|r| r.split('"').next())
+    let wasmtime = wasmtime_pin(&manifest)
         .expect("host/Cargo.toml pins wasmtime exactly (`wasmtime = { version = \"=X.Y.Z\"`)");
     println!(
         "cargo:rustc-env=AGENT_LEDGER_VERSION_LONG={} (commit {commit}, wasmtime {wasmtime})",
         env::var("CARGO_PKG_VERSION").unwrap()
     );
+}
+
+/// The exact wasmtime version the manifest pins: as written in the
+/// repository (`wasmtime = { version = "=X.Y.Z", ... }`) or as `cargo
+/// package` rewrites it for a published crate (`[dependencies.wasmtime]`
+/// then `version = "=X.Y.Z"`), which `cargo install` then builds.
+fn wasmtime_pin(manifest: &str) -> Option<String> {
+    let exact = |rest: &str| {
+        rest.split_once("version = \"=")
+            .and_then(|(_, v)| v.split('"').next())
+            .map(str::to_string)
+    };
+    let mut in_table = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_table = line == "[dependencies.wasmtime]";
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("wasmtime = ") {
+            return exact(rest);
+        }
+        if in_table && line.starts_with("version = ") {
+            return exact(line);
+        }
+    }
+    None
 }
 
 /// `builtins.json`: (built-in, SHA-256 of its component), in order.

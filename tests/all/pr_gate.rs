@@ -365,6 +365,18 @@ fn the_github_gate_init_writes_passes_a_good_branch_and_fails_one_that_deletes_a
     assert_eq!(code, 0, "{output}");
     assert!(output.contains("exit-code=0"), "{output}");
     assert!(good.path().join("agent-ledger.sarif").exists());
+    // The receipts are outside the checkout, where nothing the pull
+    // request commits can be.
+    let ledger = output
+        .lines()
+        .find_map(|l| l.strip_prefix("ledger="))
+        .expect("the action names its ledger");
+    assert!(
+        Path::new(ledger).join("transcripts/pr.json").exists()
+            && !ledger.starts_with(good.path().to_str().unwrap()),
+        "{ledger}"
+    );
+    assert!(!good.path().join(".agent-ledger").exists());
 
     let bad = initialised("github");
     on_branch(bad.path(), "remove the test", |r| {
