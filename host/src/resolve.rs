@@ -404,7 +404,11 @@ impl TrialArgs {
     /// ledger `capture` wrote to, for a trial given without `--base`. The
     /// trial checks it again against the receipt it then reads (`check`
     /// refuses a base other than the recorded merge base).
-    fn recorded_base(&self, run: &crate::ledger::RunId, ledger: Option<&Path>) -> Result<String> {
+    fn recorded_base(
+        &self,
+        run: &crate::ledger::RunId,
+        ledger: Option<&Path>,
+    ) -> Result<(String, PathBuf)> {
         let found = resolve(
             self.repo.repo.as_deref(),
             self.config.config.as_deref(),
@@ -416,7 +420,7 @@ impl TrialArgs {
         )?;
         let transcript = crate::chain::require_transcript(&found.ledger, run)?;
         match &transcript.loaded.record.git {
-            Some(g) => Ok(g.merge_base.clone()),
+            Some(g) => Ok((g.merge_base.clone(), found.ledger.root().to_path_buf())),
             None => Err(Error::Usage(format!(
                 "run `{run}` was not captured from commits (`capture --git`), so its base is not recorded: pass `--base REV`"
             ))),
@@ -431,9 +435,12 @@ impl TrialArgs {
         ledger: Option<&Path>,
     ) -> Result<(crate::check::TrialSpec, crate::sandbox::Lazy)> {
         let run = crate::ledger::RunId::parse(&self.run)?;
-        let base = match &self.base {
-            Some(b) => b.clone(),
-            None => self.recorded_base(&run, ledger)?,
+        let (base, found_in) = match &self.base {
+            Some(b) => (b.clone(), None),
+            None => {
+                let (b, at) = self.recorded_base(&run, ledger)?;
+                (b, Some(at))
+            }
         };
         let resolved = resolve(
             self.repo.repo.as_deref(),
@@ -444,6 +451,19 @@ impl TrialArgs {
                 config_at: ConfigAt::Revision(&base),
             },
         )?;
+        // The base was read from a receipt in the ledger the working tree's
+        // configuration names; the trial reads the ledger the base's names.
+        // Two ledgers would mean two receipts: refuse rather than judge
+        // one on the other's word.
+        if let Some(at) = found_in
+            && at != resolved.ledger.root()
+        {
+            return Err(Error::Refused(format!(
+                "run `{run}`'s merge base was read from the ledger `{}`, but the configuration at that merge base keeps the ledger at `{}`: pass `--base REV` and `--ledger DIR`",
+                at.display(),
+                resolved.ledger.root().display()
+            )));
+        }
         let junit = match &self.junit {
             Some(path) => {
                 let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;

@@ -225,7 +225,7 @@ fn bin_dir() -> std::path::PathBuf {
 /// step but the download of a release (the binary under test stands in
 /// for it). Returns the exit code of the action's last step, the gate,
 /// and what the judging step put in `$GITHUB_OUTPUT`.
-fn run_github_gate(root: &Path) -> (i32, String) {
+fn run_github_gate(root: &Path) -> (i32, String, tempfile::TempDir) {
     let workflow = yaml(&root.join(".github/workflows/agent-ledger.yml"));
     let steps = workflow["jobs"]["check"]["steps"].as_vec().unwrap();
     let ours = steps
@@ -302,7 +302,8 @@ fn run_github_gate(root: &Path) -> (i32, String) {
             assert_eq!(last, 0, "step `{name}` failed");
         }
     }
-    (last, std::fs::read_to_string(&output).unwrap())
+    let output = std::fs::read_to_string(&output).unwrap();
+    (last, output, runner)
 }
 
 /// The job `init --ci gitlab` writes, its script run as one shell session
@@ -361,7 +362,7 @@ fn the_github_gate_init_writes_passes_a_good_branch_and_fails_one_that_deletes_a
             "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
         );
     });
-    let (code, output) = run_github_gate(good.path());
+    let (code, output, _runner) = run_github_gate(good.path());
     assert_eq!(code, 0, "{output}");
     assert!(output.contains("exit-code=0"), "{output}");
     assert!(good.path().join("agent-ledger.sarif").exists());
@@ -382,7 +383,7 @@ fn the_github_gate_init_writes_passes_a_good_branch_and_fails_one_that_deletes_a
     on_branch(bad.path(), "remove the test", |r| {
         std::fs::remove_file(r.join("tests/test_calc.py")).unwrap();
     });
-    let (code, output) = run_github_gate(bad.path());
+    let (code, output, _runner) = run_github_gate(bad.path());
     assert_eq!(code, 4, "{output}");
     assert!(output.contains("exit-code=4"), "{output}");
 }
@@ -578,4 +579,27 @@ fn a_patch_touching_a_path_that_is_not_utf8_is_rejected() {
     let out = gate(root, "pr");
     assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("not UTF-8"), "{}", out.stdout);
+}
+
+/// Without `--base`, the merge base comes from a receipt in the ledger the
+/// working tree's configuration names; when the base's configuration keeps
+/// the ledger elsewhere, there are two ledgers and `check` refuses rather
+/// than judge one receipt on the other's word.
+#[test]
+fn a_merge_base_read_from_another_ledger_than_the_bases_is_refused() {
+    let repo = forked_repo();
+    let root = repo.path();
+    on_branch(root, "move the ledger", |r| {
+        let toml = std::fs::read_to_string(r.join("agent-ledger.toml")).unwrap();
+        write(
+            &r.join("agent-ledger.toml"),
+            toml.replace("ledger = \".agent-ledger\"", "ledger = \".l2\""),
+        );
+    });
+    run(root, &["capture", "--run", "pr", "--git", "main..agent"]).assert_code(0);
+    assert!(root.join(".agent-ledger/transcripts/pr.json").exists());
+    copy_dir(&root.join(".agent-ledger"), &root.join(".l2"));
+    let out = run(root, &["check", "--run", "pr"]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("pass `--base REV`"), "{}", out.stderr);
 }
