@@ -137,6 +137,12 @@ fn assert_forged(out: &Output, line: usize) {
 /// it with `span_bijection` alone: the exit code must be `code`; returns the
 /// property's result.
 fn span_bijection_of(r: &Run, run_id: &str, diff: &Path, code: i32) -> serde_json::Value {
+    outcome(&checked_with_trace(r, run_id, diff, code), "span_bijection").clone()
+}
+
+/// Captures `diff` with the run's trace and checks it with `span_bijection`
+/// configured, expecting exit `code`; the property record.
+fn checked_with_trace(r: &Run, run_id: &str, diff: &Path, code: i32) -> serde_json::Value {
     let config = r.trace.with_file_name("ledger.toml");
     std::fs::write(
         &config,
@@ -152,7 +158,7 @@ fn span_bijection_of(r: &Run, run_id: &str, diff: &Path, code: i32) -> serde_jso
     r.repo
         .check(run_id, &["--config", config.to_str().unwrap()])
         .assert_code(code);
-    outcome(&r.repo.properties(run_id), "span_bijection").clone()
+    r.repo.properties(run_id)
 }
 
 // ---- 1. the authenticated trace --------------------------------------------
@@ -1832,24 +1838,8 @@ fn span_bijection_tells_a_non_utf8_path_from_a_traced_path_it_resembles() {
     // The patch names a path that is not UTF-8, which no property could
     // read as itself: the bounds check rejects it before any property
     // runs, so it can never pass for the traced `\u{fffd}.pth`.
-    let config = r.trace.with_file_name("ledger.toml");
-    std::fs::write(
-        &config,
-        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[[property]]\nname = \"span_bijection\"\nplugin = \"builtin:span_bijection\"\n",
-    )
-    .unwrap();
-    let (body, trace) = (diff.to_str().unwrap(), r.trace.to_str().unwrap());
-    run(
-        r.repo.path(),
-        &[
-            "capture", "--run", "lossy", "--body", body, "--trace", trace,
-        ],
-    )
-    .assert_code(0);
-    r.repo
-        .check("lossy", &["--config", config.to_str().unwrap()])
-        .assert_code(4);
-    let p = outcome(&r.repo.properties("lossy"), "patch_applies").clone();
+    let record = checked_with_trace(&r, "lossy", &diff, 4);
+    let p = outcome(&record, "patch_applies").clone();
     assert_eq!(p["outcome"], "miss", "{p}");
     assert!(
         p["findings"]
