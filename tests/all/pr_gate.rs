@@ -523,7 +523,12 @@ fn a_branch_cannot_move_the_ledger_or_commit_a_receipt_of_its_own() {
         git(r, &["add", "-f", ".agent-ledger"]);
     });
     let out = run(root, &["capture", "--run", "pr", "--git", "main..agent"]);
-    assert_ne!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("committed in the checked-out HEAD"),
+        "{}",
+        out.stderr
+    );
     assert!(
         !root.join(".l2").exists(),
         "capture followed the branch's ledger"

@@ -277,7 +277,7 @@ impl CaptureArgs {
                 // `agent-ledger.toml` moves (it could point `check` at a
                 // receipt the branch commits).
                 let ledger_dir = match ledger {
-                    Some(_) => found.ledger,
+                    Some(_) => found.ledger.clone(),
                     None => {
                         self.scope
                             .resolve(
@@ -290,6 +290,15 @@ impl CaptureArgs {
                             .ledger
                     }
                 };
+                // A receipt already there that the branch itself commits is
+                // not a retry: say what it is.
+                let receipt = ledger_dir.transcript(&run);
+                if repo.head_holds(&receipt)? {
+                    return Err(Error::Refused(format!(
+                        "`{}` is committed in the checked-out HEAD: a receipt is written by `capture`, never taken from a commit; remove the ledger from the branch",
+                        receipt.display()
+                    )));
+                }
                 capture(
                     &ledger_dir,
                     CaptureInput {
