@@ -325,7 +325,7 @@ pub fn replay(
             } else {
                 None
             };
-            let (mut run, report, log) = replay::run_tests_logged(
+            let (mut run, report, log) = replay::run_tests(
                 trees.shared(),
                 Some((&transcript.patch, transcript.loaded.record.strip)),
                 eval,
@@ -433,7 +433,8 @@ fn baseline(
         done.insert(key, found.clone());
         return Ok(found);
     }
-    let ran = replay::run_tests(
+    // The base's output is not kept: its tails are in the record.
+    let (run, report, _) = replay::run_tests(
         trees.shared(),
         None,
         eval,
@@ -441,6 +442,7 @@ fn baseline(
         spec.ledger.root(),
         fixtures,
     )?;
+    let ran = (run, report);
     if let Some(dir) = &test.cache_dir {
         replay::baselines::store(dir, &disk_key, &ran);
     }

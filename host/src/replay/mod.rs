@@ -40,7 +40,7 @@ mod unseen;
 pub use test_cmd::{
     DEFAULT_MAX_PROCS as DEFAULT_TEST_MAX_PROCS, DEFAULT_MEMORY_MIB as DEFAULT_TEST_MEMORY_MIB,
     DEFAULT_OUTPUT_CAP_MIB as DEFAULT_TEST_OUTPUT_CAP_MIB,
-    DEFAULT_TIMEOUT_SECS as DEFAULT_TEST_TIMEOUT_SECS, TestCommand, run_tests, run_tests_logged,
+    DEFAULT_TIMEOUT_SECS as DEFAULT_TEST_TIMEOUT_SECS, TestCommand, run_tests,
 };
 
 use crate::config::{self, Config, PropertyConfig};

@@ -157,29 +157,14 @@ const STOPPED_PROCESSES: &str = "process_cap";
 
 /// Runs `test` on `patch` (with its strip level) applied to the base of
 /// `trees`, or on the base itself when `patch` is `None` (the baseline), in
-/// a checkout of its own. Returns how it ran and the report (`None` when it wrote none). The
+/// a checkout of its own. Returns how it ran, the report (`None` when it
+/// wrote none) and everything it wrote (stdout, then stderr, each under a
+/// header line: what `check` stores as `ID.test.log`). The
 /// `fixtures` (the locked roots, repository-relative) are read-only inside
 /// the sandbox: the lock was compared with the patched tree before the
 /// command ran, so a suite that rewrote them at run time would be tested
 /// against fixtures nobody locked.
 pub fn run_tests(
-    trees: &super::BaseTree,
-    patch: Option<(&[u8], u32)>,
-    eval: Option<(
-        &crate::evaluation::TestPatch,
-        &crate::record::LockedEvaluation,
-    )>,
-    test: &TestCommand,
-    ledger_root: &Path,
-    fixtures: &[String],
-) -> Result<(TestRun, Option<Vec<u8>>)> {
-    run_tests_logged(trees, patch, eval, test, ledger_root, fixtures)
-        .map(|(run, report, _)| (run, report))
-}
-
-/// [`run_tests`], and everything the command wrote: stdout, then stderr,
-/// each under a header line (what `check` stores as `ID.test.log`).
-pub fn run_tests_logged(
     trees: &super::BaseTree,
     patch: Option<(&[u8], u32)>,
     eval: Option<(
@@ -246,7 +231,7 @@ pub fn run_tests_logged(
                 super::test_tree::refused(Some(&format!("no idmapped mount: {e}")));
                 drop(host_id);
                 drop(tmp);
-                return run_tests_logged(trees, patch, eval, test, ledger_root, fixtures);
+                return run_tests(trees, patch, eval, test, ledger_root, fixtures);
             }
         }
     }
@@ -333,7 +318,7 @@ pub fn run_tests_logged(
         // Unmounted before the scratch directory is removed.
         drop(idmapped);
         drop(tmp);
-        return run_tests_logged(trees, patch, eval, test, ledger_root, fixtures);
+        return run_tests(trees, patch, eval, test, ledger_root, fixtures);
     }
     let started = std::time::Instant::now();
     let (sandbox, ran) = match probed {

@@ -158,18 +158,19 @@ impl Verifier<'_> {
         let trees = TrialTrees::new(repo, &record.base_revision)?;
         let tests = || -> Result<crate::replay::Tested> {
             let baseline = if test.baseline {
-                Some(replay::run_tests(
+                let (run, report, _) = replay::run_tests(
                     trees.shared(),
                     None,
                     eval,
                     &test,
                     self.ledger.root(),
                     roots,
-                )?)
+                )?;
+                Some((run, report))
             } else {
                 None
             };
-            let (mut ran, report) = replay::run_tests(
+            let (mut ran, report, _) = replay::run_tests(
                 trees.shared(),
                 Some((patch, transcript.record.strip)),
                 eval,
