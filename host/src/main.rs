@@ -24,6 +24,11 @@ fn main() {
         eprintln!("error: {}", agent_ledger::output::inert(&err.to_string()));
         std::process::exit(ExitCode::Sysexit(err.exit_code()).code());
     }
+    // So is a shared compile-cache key, which no child may inherit.
+    if let Err(err) = agent_ledger::sandbox::preload_env_key() {
+        eprintln!("error: {}", agent_ledger::output::inert(&err));
+        std::process::exit(ExitCode::Sysexit(Sysexit::Usage).code());
+    }
     raise_descriptor_limit();
     // A caller that asked for JSON gets one JSON document on stdout even
     // when the command fails (the message stays on stderr too).

@@ -31,6 +31,8 @@ pub enum PluginCommand {
     Inspect(InspectArgs),
     /// Write a standalone property project (Rust, Python or JavaScript) that builds with one command.
     New(super::plugin_new::NewArgs),
+    /// Compile plugins (default: the built-ins) into the compile cache, so a CI image or restored cache starts warm.
+    Precompile(super::plugin_precompile::PrecompileArgs),
 }
 
 /// The limits a plugin runs under; each defaults to the configuration's
@@ -129,6 +131,7 @@ impl PluginCommand {
             PluginCommand::Test(args) => args.execute(),
             PluginCommand::Inspect(args) => args.execute(),
             PluginCommand::New(args) => args.execute(),
+            PluginCommand::Precompile(args) => args.execute(),
         }
     }
 

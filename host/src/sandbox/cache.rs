@@ -12,7 +12,11 @@
 //! The key lives at `$XDG_STATE_HOME/agent-ledger/cache.key` (else
 //! `~/.local/state/agent-ledger/cache.key`), 0600 in a 0700 directory,
 //! outside every tree a plugin or the test command can see; it is made on
-//! first use.
+//! first use. A cache shared between machines (CI runs restoring one cache
+//! directory) needs one key for all of them: `AGENT_LEDGER_CACHE_KEY` (64
+//! hex digits, a CI secret) then replaces the file. It is read and removed
+//! from the environment before anything else starts, so no process
+//! agent-ledger runs (the agent, the test command, git) inherits it.
 
 use super::{Refusal, Sandbox, root_cause};
 use hmac::{Hmac, Mac};
@@ -42,8 +46,52 @@ pub fn key_path() -> Option<PathBuf> {
         .map(|d| d.join("agent-ledger/cache.key"))
 }
 
-/// This process's key: read (or made) once.
+/// The variable that carries a shared cache key.
+pub const KEY_ENV: &str = "AGENT_LEDGER_CACHE_KEY";
+
+/// The key `AGENT_LEDGER_CACHE_KEY` carried, once [`preload_env_key`] ran.
+static ENV_KEY: OnceLock<Option<[u8; KEY_LEN]>> = OnceLock::new();
+
+/// Takes `AGENT_LEDGER_CACHE_KEY` out of the environment and keeps it as
+/// this process's cache key. Called first thing in `main`, while the
+/// process has one thread (so removing a variable races nothing).
+pub fn preload_env_key() -> Result<(), String> {
+    let Some(value) = std::env::var_os(KEY_ENV) else {
+        let _ = ENV_KEY.set(None);
+        return Ok(());
+    };
+    // SAFETY: `main` calls this before it starts any thread.
+    unsafe { std::env::remove_var(KEY_ENV) };
+    let key = value
+        .to_str()
+        .and_then(|v| hex::decode(v.trim()).ok())
+        .and_then(|d| <[u8; KEY_LEN]>::try_from(d).ok())
+        .ok_or_else(|| {
+            format!(
+                "{KEY_ENV} must be 64 hex digits (32 random bytes, e.g. `openssl rand -hex 32`); \
+                 it holds {} characters",
+                value.len()
+            )
+        })?;
+    let _ = ENV_KEY.set(Some(key));
+    Ok(())
+}
+
+/// Where this process's key comes from: `AGENT_LEDGER_CACHE_KEY`, else the
+/// per-user file (`None` when there is neither a variable nor a home).
+pub fn key_source() -> Option<String> {
+    if ENV_KEY.get().is_some_and(Option::is_some) {
+        return Some(KEY_ENV.into());
+    }
+    key_path().map(|p| p.display().to_string())
+}
+
+/// This process's key: the shared one, else the per-user file's, read (or
+/// made) once.
 fn key() -> Option<&'static [u8; KEY_LEN]> {
+    if let Some(Some(key)) = ENV_KEY.get() {
+        return Some(key);
+    }
     static KEY: OnceLock<Option<[u8; KEY_LEN]>> = OnceLock::new();
     KEY.get_or_init(|| load_or_create_key(&key_path()?))
         .as_ref()

@@ -32,6 +32,7 @@
 
 mod cache;
 pub use cache::key_path as cache_key_path;
+pub use cache::{KEY_ENV as CACHE_KEY_ENV, key_source as cache_key_source, preload_env_key};
 pub use cache::{open as open_sealed, seal, write_entry as write_cache_entry};
 mod convert;
 mod fs;
