@@ -31,6 +31,7 @@ pub mod netns;
 pub mod otlp;
 pub mod output;
 pub mod paths;
+pub mod profile;
 pub mod provider;
 pub mod reconcile;
 pub mod record;

@@ -12,7 +12,6 @@ use crate::digest::{sha256_hex, sha256_reader};
 use crate::exit::{Error, Result};
 use crate::record::{Drift, FixtureLock, LockEntry};
 use cap_std::fs::Dir;
-use rayon::prelude::*;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
@@ -66,6 +65,7 @@ struct Found {
 /// A root reached through a link out of the tree is an error naming it,
 /// never an empty root.
 pub fn scan(repo: &Path, roots: &[String]) -> Result<Scan> {
+    let started = std::time::Instant::now();
     let top = Dir::open_ambient_dir(repo, cap_std::ambient_authority())
         .map_err(|e| Error::read(repo, e))?;
     let mut found: Vec<Found> = Vec::new();
@@ -97,10 +97,12 @@ pub fn scan(repo: &Path, roots: &[String]) -> Result<Scan> {
     }
     found.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     found.dedup_by(|a, b| a.path == b.path);
-    let entries = found
-        .into_par_iter()
-        .map(|f| hash_entry(&top, repo, f))
-        .collect::<Result<Vec<_>>>()?;
+    let walked = started.elapsed();
+    let entries = hash_all(&top, repo, found)?;
+    crate::profile::phase(
+        "lock",
+        &[("walk", walked), ("hash", started.elapsed() - walked)],
+    );
     Ok(Scan {
         entries,
         empty_roots,
@@ -160,6 +162,40 @@ fn walk(dir: &Dir, repo: &Path, rel: &str, out: &mut Vec<Found>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Hashes `found` on every core, each thread taking the next entry as it
+/// finishes one: a large file holds up only its own thread (rayon's halving
+/// of the list would give one thread every large file that sorts together).
+fn hash_all(top: &Dir, repo: &Path, found: Vec<Found>) -> Result<Vec<LockEntry>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(found.len().max(1));
+    let next = AtomicUsize::new(0);
+    let slots: Vec<std::sync::OnceLock<Result<LockEntry>>> = (0..found.len())
+        .map(|_| std::sync::OnceLock::new())
+        .collect();
+    let found: Vec<std::sync::Mutex<Option<Found>>> = found
+        .into_iter()
+        .map(|f| std::sync::Mutex::new(Some(f)))
+        .collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(cell) = found.get(i) else { break };
+                    let f = cell.lock().expect("entry").take().expect("taken once");
+                    let _ = slots[i].set(hash_entry(top, repo, f));
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().expect("every entry hashed"))
+        .collect()
 }
 
 fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {

@@ -140,7 +140,7 @@ fn no_process_agent_ledger_starts_inherits_the_shared_key() {
     std::fs::create_dir_all(&dumps).unwrap();
     write(
         &bin.join("git"),
-        &format!(
+        format!(
             "#!/bin/sh\nenv > \"{}/env.$$\"\nexec {} \"$@\"\n",
             dumps.display(),
             real.trim()

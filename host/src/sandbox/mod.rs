@@ -413,6 +413,13 @@ impl Sandbox {
         })
     }
 
+    /// The engine, for the first-load bench's floor (`wasmtime compile` of
+    /// the same component under the same settings).
+    #[doc(hidden)]
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// Loads a component under the default limits; see [`Sandbox::load_with`].
     pub fn load(&self, bytes: &[u8]) -> Result<Arc<Plugin>, Refusal> {
         self.load_with(bytes, &Limits::default())
