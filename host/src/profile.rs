@@ -21,3 +21,15 @@ pub fn phase(what: &str, phases: &[(&str, Duration)]) {
         .collect();
     eprintln!("profile: {what} {}", parts.join(" "));
 }
+
+/// Phases given as the times at which each ended, as their own lengths.
+pub fn spans(ends: &[(&'static str, Duration)]) -> Vec<(&'static str, Duration)> {
+    let mut last = Duration::ZERO;
+    ends.iter()
+        .map(|&(name, end)| {
+            let d = end.saturating_sub(last);
+            last = end;
+            (name, d)
+        })
+        .collect()
+}

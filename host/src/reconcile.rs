@@ -286,6 +286,9 @@ pub fn reconcile(
             .iter()
             .any(|e| p == e.as_slice() || (p.starts_with(e) && p.get(e.len()) == Some(&b'/')))
     };
+    let started = std::time::Instant::now();
+    let mut phases = Vec::new();
+    let mut mark = |name: &'static str| phases.push((name, started.elapsed()));
     let git = crate::git::Repo::open(repo)?;
     // The revision the first span on each path starts from; a repository
     // without a commit starts from nothing.
@@ -293,7 +296,9 @@ pub fn reconcile(
         Some(b) => Some(b.to_string()),
         None => git.resolve_commit("HEAD").ok(),
     };
+    mark("open");
     let listing = start.as_deref().map(|rev| git.listing(rev)).transpose()?;
+    mark("listing");
     let changed = match tree {
         Judged::Worktree => changed_against(&git, start.as_deref(), listing.as_ref(), ignored)?,
         Judged::Snapshot { git, tree } => changed_in_tree(
@@ -304,6 +309,7 @@ pub fn reconcile(
             tree,
         )?,
     };
+    mark("walk");
     let mut delta: BTreeSet<Vec<u8>> = changed.into_iter().filter(|p| !excluded(p)).collect();
     if begun {
         // Git never lists a path named `.git`, so what an agent puts there
@@ -345,12 +351,15 @@ pub fn reconcile(
             actual: m.actual,
         })
         .collect();
+    mark("owned");
     // Continuity: each path's first span against the base.
     let first_paths: Vec<&[u8]> = judged.firsts.iter().map(|f| f.path).collect();
     let mut at_start = match &listing {
         Some(l) => git.entries_in(l, &first_paths)?,
         None => Default::default(),
     };
+    mark("continuity");
+    crate::profile::phase("reconcile", &crate::profile::spans(&phases));
     let mut breaks: Vec<SpanBreak> = judged
         .firsts
         .iter()

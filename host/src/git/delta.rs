@@ -26,7 +26,7 @@ use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
 use rayon::prelude::*;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::collections::BTreeSet;
 use std::ffi::{CStr, OsStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -39,44 +39,91 @@ const GITLINK: u32 = 0o160000;
 const SYMLINK: u32 = 0o120000;
 
 /// One file, link or submodule of a tree.
-#[derive(Debug, Clone)]
-pub struct TreeEntry {
+#[derive(Debug, Clone, Copy)]
+pub struct TreeEntry<'a> {
     /// Git's mode (`0o100644`, `0o100755`, `0o120000`, `0o160000`).
     pub mode: u32,
     /// The object id, hex.
-    pub oid: String,
+    pub oid: &'a str,
 }
 
-/// Every entry of a tree, recursively, read with one `git ls-tree`.
+/// Every entry of a tree, recursively, read with one `git ls-tree`. The
+/// entries are ranges of `git ls-tree`'s output, kept whole: no entry
+/// costs an allocation of its own (a large tree has hundreds of thousands).
 #[derive(Debug, Default)]
 pub struct Listing {
     sha256: bool,
-    paths: Vec<Box<[u8]>>,
-    entries: Vec<TreeEntry>,
-    index: FxHashMap<Box<[u8]>, u32>,
+    /// `git ls-tree -r -z` output, as read.
+    text: Vec<u8>,
+    /// Per entry: where its path starts and ends in `text`, its object id's
+    /// start, and its mode.
+    spans: Vec<Span>,
+    /// Entry numbers, by the hash of their path.
+    index: hashbrown::HashTable<u32>,
     /// Every directory that holds an entry, without a trailing slash.
     dirs: FxHashSet<Box<[u8]>>,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    path: (u32, u32),
+    oid: u32,
+    mode: u32,
+}
+
+fn path_hash(path: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(path)
+}
+
 impl Listing {
+    fn oid_len(&self) -> usize {
+        if self.sha256 { 64 } else { 40 }
+    }
+
+    /// Entry `i`'s path.
+    pub fn path(&self, i: usize) -> &[u8] {
+        let (start, end) = self.spans[i].path;
+        &self.text[start as usize..end as usize]
+    }
+
+    /// Entry `i`.
+    pub fn entry(&self, i: usize) -> TreeEntry<'_> {
+        let span = self.spans[i];
+        let oid = &self.text[span.oid as usize..span.oid as usize + self.oid_len()];
+        TreeEntry {
+            mode: span.mode,
+            // Checked to be ASCII hex when parsed.
+            oid: std::str::from_utf8(oid).unwrap_or_default(),
+        }
+    }
+
+    /// The number of the entry at `path`.
+    fn find(&self, path: &[u8]) -> Option<usize> {
+        self.index
+            .find(path_hash(path), |&i| self.path(i as usize) == path)
+            .map(|&i| i as usize)
+    }
+
     /// What `path` is in the tree (files, links and submodules only).
-    pub fn get(&self, path: &[u8]) -> Option<&TreeEntry> {
-        self.index.get(path).map(|&i| &self.entries[i as usize])
+    pub fn get(&self, path: &[u8]) -> Option<TreeEntry<'_>> {
+        self.find(path).map(|i| self.entry(i))
     }
 
     /// How many entries the tree holds.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.spans.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.spans.is_empty()
     }
 }
 
 impl super::Repo {
     /// Every file, link and submodule of `tree_ish`, with its mode and id.
     pub fn listing(&self, tree_ish: &str) -> Result<Listing> {
+        let started = std::time::Instant::now();
         let out = super::run(
             self.command().args([
                 "ls-tree",
@@ -88,20 +135,35 @@ impl super::Repo {
             ]),
             "ls-tree",
         )?;
-        parse_listing(&out.stdout, self.empty_tree == super::EMPTY_TREE_SHA256)
-            .map_err(|e| Error::Internal(format!("unexpected git ls-tree output: {e}")))
+        let listed = started.elapsed();
+        let parsed = parse_listing(out.stdout, self.empty_tree == super::EMPTY_TREE_SHA256)
+            .map_err(|e| Error::Internal(format!("unexpected git ls-tree output: {e}")));
+        crate::profile::phase(
+            "listing",
+            &[("ls-tree", listed), ("parse", started.elapsed() - listed)],
+        );
+        parsed
     }
 }
 
-fn parse_listing(bytes: &[u8], sha256: bool) -> std::result::Result<Listing, String> {
+fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
+    if u32::try_from(text.len()).is_err() {
+        return Err("more than 4 GiB of entries".into());
+    }
     let mut listing = Listing {
         sha256,
-        paths: Vec::new(),
-        entries: Vec::new(),
-        index: FxHashMap::default(),
-        dirs: FxHashSet::default(),
+        text,
+        ..Listing::default()
     };
-    for rec in bytes.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+    let oid_len = listing.oid_len();
+    let mut at = 0usize;
+    let text = std::mem::take(&mut listing.text);
+    for rec in text.split(|&b| b == 0) {
+        let start = at;
+        at += rec.len() + 1;
+        if rec.is_empty() {
+            continue;
+        }
         let tab = rec
             .iter()
             .position(|&b| b == b'\t')
@@ -113,6 +175,9 @@ fn parse_listing(bytes: &[u8], sha256: bool) -> std::result::Result<Listing, Str
         else {
             return Err(format!("short record `{meta}`"));
         };
+        if oid.len() != oid_len || !oid.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("object id `{oid}`"));
+        }
         let mode = u32::from_str_radix(mode, 8).map_err(|e| format!("mode `{mode}`: {e}"))?;
         let mut end = path.len();
         while let Some(slash) = path[..end].iter().rposition(|&b| b == b'/') {
@@ -122,14 +187,22 @@ fn parse_listing(bytes: &[u8], sha256: bool) -> std::result::Result<Listing, Str
             listing.dirs.insert(path[..slash].into());
             end = slash;
         }
-        let i = u32::try_from(listing.entries.len()).map_err(|_| "too many entries")?;
-        listing.index.insert(path.into(), i);
-        listing.paths.push(path.into());
-        listing.entries.push(TreeEntry {
+        let i = u32::try_from(listing.spans.len()).map_err(|_| "too many entries")?;
+        let path_start = start + tab + 1;
+        let oid_start = start + (oid.as_ptr() as usize - rec.as_ptr() as usize);
+        listing.spans.push(Span {
+            path: (path_start as u32, (start + rec.len()) as u32),
+            oid: oid_start as u32,
             mode,
-            oid: oid.to_string(),
+        });
+        let spans = &listing.spans;
+        let hash = path_hash(path);
+        listing.index.insert_unique(hash, i, |&j| {
+            let (s, e) = spans[j as usize].path;
+            path_hash(&text[s as usize..e as usize])
         });
     }
+    listing.text = text;
     Ok(listing)
 }
 
@@ -197,7 +270,7 @@ pub fn worktree_delta(root: &Path, listing: &Listing, cache: Option<&StatCache>)
     // Tracked entries the walk never met are gone.
     for (i, seen) in walk.seen.iter().enumerate() {
         if !seen.load(Ordering::Relaxed) {
-            changed.insert(listing.paths[i].to_vec());
+            changed.insert(listing.path(i).to_vec());
         }
     }
     changed.extend(found.untracked.iter().cloned());
@@ -292,14 +365,14 @@ impl Walk<'_> {
             },
         };
         let index = if tracked {
-            self.listing.index.get(path.as_slice()).map(|&i| i as usize)
+            self.listing.find(path.as_slice())
         } else {
             None
         };
         if let Some(i) = index {
             self.seen[i].store(true, Ordering::Relaxed);
         }
-        let base = index.map(|i| &self.listing.entries[i]);
+        let base = index.map(|i| self.listing.entry(i));
         if kind == Kind::Dir {
             let sub_tracked = tracked && self.listing.dirs.contains(path.as_slice());
             let fd = match open_at(dirfd, cname, OFlag::O_DIRECTORY) {
@@ -354,7 +427,7 @@ impl Walk<'_> {
     /// Whether the entry `name` of `dirfd` (of `kind`) is the listing's
     /// entry `i`; a file that is has its stat data confirmed in the cache.
     fn same(&self, dirfd: RawFd, name: &CStr, path: &[u8], kind: Kind, i: usize) -> Result<bool> {
-        let base = &self.listing.entries[i];
+        let base = self.listing.entry(i);
         let mut confirm = None;
         let mut hasher = BlobHasher::new(self.listing.sha256);
         match (kind, base.mode) {
@@ -519,13 +592,20 @@ mod tests {
     #[test]
     fn a_listing_knows_its_directories() {
         let raw = b"100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta/b/c.txt\x00160000 commit 1111111111111111111111111111111111111111\tsub\x00120000 blob 2222222222222222222222222222222222222222\ttop link\0";
-        let l = parse_listing(raw, false).unwrap();
+        let l = parse_listing(raw.to_vec(), false).unwrap();
         assert_eq!(l.len(), 3);
         assert!(l.dirs.contains(&b"a"[..]) && l.dirs.contains(&b"a/b"[..]));
         assert!(!l.dirs.contains(&b"sub"[..]));
         assert_eq!(l.get(b"sub").unwrap().mode, GITLINK);
         assert_eq!(l.get(b"top link").unwrap().mode, SYMLINK);
-        assert!(parse_listing(b"100644 blob abc", false).is_err());
+        assert_eq!(
+            l.get(b"a/b/c.txt").unwrap().oid,
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
+        assert_eq!(l.path(2), b"top link");
+        assert!(l.get(b"a/b").is_none() && l.get(b"top").is_none());
+        assert!(parse_listing(b"100644 blob abc\tx\0".to_vec(), false).is_err());
+        assert!(parse_listing(b"100644 blob abc".to_vec(), false).is_err());
     }
 
     #[test]

@@ -357,7 +357,7 @@ impl Repo {
             let Some(e) = listing.get(p) else { continue };
             let mode = format!("{:o}", e.mode);
             match agent_ledger_trace::entry::Kind::from_git_mode(&mode) {
-                Some(k) => blobs.push((p.to_vec(), k, e.oid.clone())),
+                Some(k) => blobs.push((p.to_vec(), k, e.oid.to_string())),
                 None => *slot = Some(format!("{mode}:{}", e.oid)),
             }
         }
