@@ -16,6 +16,7 @@ mod inert_text;
 mod init;
 mod live_capture;
 mod lock;
+mod pack_cache;
 mod plugin_examples;
 mod plugin_host;
 mod plugin_wit;

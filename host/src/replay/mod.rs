@@ -25,6 +25,7 @@
 mod artifacts;
 pub mod baselines;
 mod evaluator;
+mod pack_cache;
 pub use evaluator::EVALUATOR_FILES;
 use evaluator::evaluator_files;
 mod bounds;
@@ -190,15 +191,22 @@ impl BaseTree {
     }
 
     /// The directory holding the pack of the base commit's objects, made
-    /// once per base tree (trials of a batch share it).
-    pub fn snapshot_pack(&self) -> Result<PathBuf> {
+    /// once per base tree (trials of a batch share it), or taken from
+    /// `cache` (the compile cache's directory), where earlier processes
+    /// keep it (`pack_cache`).
+    pub fn snapshot_pack(&self, cache: Option<&Path>) -> Result<PathBuf> {
         let mut pack = self.pack.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(dir) = &*pack {
             return Ok(dir.clone());
         }
         let dir = self._dir.path().join("pack");
         std::fs::create_dir(&dir).map_err(|e| Error::write(&dir, e))?;
-        self.checkout.pack_snapshot(&self.base, &dir)?;
+        if !cache.is_some_and(|c| pack_cache::load(c, &self.base, &dir)) {
+            self.checkout.pack_snapshot(&self.base, &dir)?;
+            if let Some(c) = cache {
+                pack_cache::store(c, &self.base, &dir);
+            }
+        }
         *pack = Some(dir.clone());
         Ok(dir)
     }

@@ -202,7 +202,11 @@ pub fn run_tests(
     }
     // After every comparison with the lock: the suite may run git on its
     // tree, which holds the base commit and nothing later.
-    co.add_git_dir(base, &trees.snapshot_pack()?, overlay.is_some())?;
+    co.add_git_dir(
+        base,
+        &trees.snapshot_pack(test.cache_dir.as_deref())?,
+        overlay.is_some(),
+    )?;
     let report_dir = tmp.path().join("report");
     let home = tmp.path().join("home");
     for dir in [&report_dir, &home] {
