@@ -22,6 +22,7 @@ pub mod freeze;
 pub mod git;
 pub mod init;
 pub mod input;
+pub(crate) mod jail;
 pub mod junit;
 pub mod ledger;
 pub mod lock;

@@ -179,3 +179,95 @@ fn no_process_agent_ledger_starts_inherits_the_shared_key() {
         assert!(!env.contains(KEY), "{env}");
     }
 }
+
+#[test]
+fn the_shared_key_is_not_left_in_the_processs_own_environment_block() {
+    // `/proc/PID/environ` shows the block a process started with, whatever
+    // it later removes, to any process of the same user: read it while
+    // agent-ledger waits for a command it runs.
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let trace = scratch.path().join("trace.jsonl");
+    let mut cmd = machine(
+        repo.path(),
+        &scratch.path().join("s"),
+        &scratch.path().join("c"),
+        Some(KEY),
+    );
+    cmd.env("MARKER_PASSED_THROUGH", "1")
+        .args([
+            "trace",
+            "exec",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--",
+            "sleep",
+            "3",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let environ = std::fs::read(format!("/proc/{}/environ", child.id())).unwrap();
+    let _ = child.wait();
+    let environ = String::from_utf8_lossy(&environ);
+    // The block was read (the marker is in it) ...
+    assert!(environ.contains("MARKER_PASSED_THROUGH=1"), "{environ}");
+    // ... and the key's value is gone from it.
+    assert!(!environ.contains(KEY), "{environ}");
+}
+
+#[test]
+fn a_fifo_or_a_device_in_the_cache_is_passed_over_not_waited_on() {
+    let dir = tempdir();
+    let cache = dir.path().join("cache");
+    let state = dir.path().join("s");
+    let plugin = component("retry_oracle");
+    let precompile = || {
+        let out = run_command(
+            machine(dir.path(), &state, &cache, None),
+            &[
+                "plugin",
+                "precompile",
+                plugin.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+            None,
+        );
+        out.assert_code(0);
+    };
+    precompile();
+    let entry = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .unwrap();
+    // A FIFO: opening it to read would wait for a writer forever.
+    std::fs::remove_file(&entry).unwrap();
+    let made = Command::new("mkfifo").arg(&entry).status().unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (cache2, state2, plugin2, root) = (
+        cache.clone(),
+        state.clone(),
+        plugin.clone(),
+        dir.path().to_path_buf(),
+    );
+    std::thread::spawn(move || {
+        let compiled = inspect_compiled(machine(&root, &state2, &cache2, None), &plugin2);
+        let _ = tx.send(compiled);
+    });
+    let compiled = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("a FIFO in the compile cache was waited on");
+    assert!(compiled, "a FIFO was taken for a compiled component");
+    // A symlink to a device: never followed.
+    std::fs::remove_file(&entry).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &entry).unwrap();
+    assert!(inspect_compiled(
+        machine(dir.path(), &state, &cache, None),
+        &plugin
+    ));
+}

@@ -4,7 +4,7 @@
 
 use crate::evaluation::{P2P, fix, repo};
 use crate::support::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `check --test-cmd SCRIPT` of run `run_id` with its own key and cache
 /// `cache`; the script's stdout, from the record.
@@ -12,27 +12,50 @@ fn check(repo: &DemoRepo, state: &Path, cache: &Path, run_id: &str, script: &str
     let patch = patch_of(repo, |root| {
         write(&root.join(format!("notes/{run_id}.txt")), run_id);
     });
+    check_patch(
+        Trial {
+            root: repo.path().to_path_buf(),
+            base: repo.base.clone(),
+            state: state.to_path_buf(),
+            cache: cache.to_path_buf(),
+            run_id: run_id.to_string(),
+        },
+        &patch,
+        script,
+    )
+}
+
+/// What one `check` runs on, owned (a check may run on a thread of its own).
+struct Trial {
+    root: PathBuf,
+    base: String,
+    state: PathBuf,
+    cache: PathBuf,
+    run_id: String,
+}
+
+fn check_patch(t: Trial, patch: &[u8], script: &str) -> String {
     run_with_stdin(
-        repo.path(),
-        &["capture", "--run", run_id, "--body", "-"],
-        Some(&patch),
+        &t.root,
+        &["capture", "--run", &t.run_id, "--body", "-"],
+        Some(patch),
     )
     .assert_code(0);
     let config = tempdir();
     let config_file = config.path().join("agent-ledger.toml");
     write(&config_file, "schema = 1\n[fixtures]\nnone = \"no data\"\n");
-    let mut cmd = command(repo.path());
-    cmd.env("XDG_STATE_HOME", state);
+    let mut cmd = command(&t.root);
+    cmd.env("XDG_STATE_HOME", &t.state);
     let out = run_command(
         cmd,
         &[
             "check",
             "--run",
-            run_id,
+            &t.run_id,
             "--base",
-            &repo.base,
+            &t.base,
             "--cache-dir",
-            cache.to_str().unwrap(),
+            t.cache.to_str().unwrap(),
             "--test-cmd",
             script,
             "--no-test-baseline",
@@ -43,7 +66,14 @@ fn check(repo: &DemoRepo, state: &Path, cache: &Path, run_id: &str, script: &str
         ],
         None,
     );
-    let record = repo.properties(run_id);
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            t.root
+                .join(format!(".agent-ledger/properties/{}.json", t.run_id)),
+        )
+        .unwrap_or_else(|e| panic!("no record ({e}): {}", out.stderr)),
+    )
+    .unwrap();
     assert!(
         record["test_run"]["exit_code"].is_number(),
         "{}\n{record:#}",
@@ -135,4 +165,46 @@ fn the_base_pack_is_cached_across_processes_and_a_swapped_one_is_not_used() {
         "the swapped pack was used: {third}"
     );
     assert_eq!(std::fs::read(entry("pack")).unwrap(), cached);
+}
+
+#[test]
+fn a_fifo_in_place_of_the_cached_pack_or_its_seal_is_not_waited_on() {
+    let repo = repo();
+    let (state, cache) = (tempdir(), tempdir());
+    let script = "git rev-list --objects HEAD >/dev/null && echo objects=ok";
+    let first = check(&repo, state.path(), cache.path(), "r", script);
+    assert!(first.contains("objects=ok"), "{first}");
+    for ext in ["pack", "seal"] {
+        let entry = cache
+            .path()
+            .join("test-packs")
+            .join(format!("{}.{ext}", repo.base));
+        std::fs::remove_file(&entry).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&entry)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let run_id = format!("fifo-{ext}");
+        let patch = patch_of(&repo, |root| {
+            write(&root.join(format!("notes/{run_id}.txt")), &run_id);
+        });
+        let trial = Trial {
+            root: repo.path().to_path_buf(),
+            base: repo.base.clone(),
+            state: state.path().to_path_buf(),
+            cache: cache.path().to_path_buf(),
+            run_id,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(check_patch(trial, &patch, script));
+        });
+        let out = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("check waited on a FIFO as the cached {ext}"));
+        assert!(out.contains("objects=ok"), "{out}");
+        // Made again, and kept as a regular file.
+        assert!(entry.symlink_metadata().unwrap().is_file(), "{ext}");
+    }
 }

@@ -145,13 +145,18 @@ impl BatchArgs {
                     "cannot find this program to run the replays: {e}"
                 ))
             })?;
-            let status = std::process::Command::new(exe)
+            let mut replays = std::process::Command::new(exe);
+            replays
                 .args(std::env::args_os().skip(1))
-                .arg("--replay-phase")
-                .status()
-                .map_err(|e| {
-                    crate::exit::Error::Internal(format!("cannot run the replays: {e}"))
-                })?;
+                .arg("--replay-phase");
+            // The shared cache key this process took out of its
+            // environment: the replays must seal with it too.
+            if let Some((name, key)) = crate::sandbox::env_key_for_child() {
+                replays.env(name, key);
+            }
+            let status = replays.status().map_err(|e| {
+                crate::exit::Error::Internal(format!("cannot run the replays: {e}"))
+            })?;
             return Ok(match status.code() {
                 Some(0) => ExitCode::Ok,
                 Some(2) => ExitCode::Incomplete,

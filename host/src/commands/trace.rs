@@ -532,7 +532,7 @@ fn run_sandboxed(
     argv: &[String],
     how: Sandboxing,
 ) -> Result<std::result::Result<i32, String>> {
-    use crate::replay::test_cmd::{Jail, SANDBOX_HOME};
+    use crate::jail::{Jail, SANDBOX_HOME};
     let tmp = crate::replay::tempdir()?;
     let report_dir = tmp.path().join("unused");
     std::fs::create_dir(&report_dir).map_err(|e| Error::write(&report_dir, e))?;
@@ -587,7 +587,7 @@ fn run_sandboxed(
     // uid 0 without capabilities: a review had such a command point
     // `kernel.core_pattern` at its own script, which the kernel ran as
     // host root.
-    if crate::replay::test_cmd::host_root() && !root_agent_allowed() {
+    if crate::jail::host_root() && !root_agent_allowed() {
         return Err(Error::Refused(
             "trace exec runs the agent's command as this user, and this user is root: in the sandbox it would still be host uid 0, which kernel settings and control files trust without capabilities (a command could run code as host root). Run agent-ledger as an unprivileged user, or set AGENT_LEDGER_ALLOW_ROOT_AGENT=1 to accept that".into(),
         ));

@@ -138,8 +138,9 @@ impl StatCache {
         let path = dir
             .join("worktree-stat")
             .join(&crate::digest::sha256_hex(id.as_bytes())[..32]);
-        let body = std::fs::read(&path)
-            .ok()
+        // The tag, then one record per listed entry.
+        let cap = 32 + (listing.len() * RECORD) as u64;
+        let body = crate::sandbox::read_cache_entry(&path, cap)
             .and_then(|bytes| crate::sandbox::open_sealed(DOMAIN, &id, &bytes))
             .filter(|b| b.len() == listing.len() * RECORD);
         let known = match body {

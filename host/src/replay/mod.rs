@@ -29,13 +29,12 @@ mod pack_cache;
 pub use evaluator::EVALUATOR_FILES;
 use evaluator::evaluator_files;
 mod bounds;
-mod cgroup;
 mod idmap;
 pub(crate) use idmap::detach_mounts_under;
 mod property;
 mod self_test;
 pub(crate) mod test_cmd;
-mod test_tree;
+pub(crate) mod test_tree;
 mod unseen;
 
 pub use test_cmd::{

@@ -5,16 +5,20 @@
 //! commit, whose id names its content.
 //!
 //! An entry is the pack, its index and a seal (`sandbox::seal` under the
-//! per-user cache key) over the commit id and both files' sha256. A hit is
-//! copied into the scratch directory while it is hashed, and used only if
-//! the copy's digests are the sealed ones, so nothing written to the cache
-//! between the check and the use can reach a test tree. Anything in doubt
-//! is a miss: the pack is made again and the entry rewritten.
+//! cache key) over the commit id and both files' sha256 and length. A hit
+//! is copied into the scratch directory while it is hashed, no further than
+//! its sealed length and only from a regular file (never through a link, a
+//! FIFO or a device), and used only if the copy's digests are the sealed
+//! ones, so nothing written to the cache between the check and the use can
+//! reach a test tree. Anything in doubt is a miss: the pack is made again
+//! and the entry rewritten.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-const DOMAIN: &str = "agent-ledger test-tree pack v1";
+const DOMAIN: &str = "agent-ledger test-tree pack v2";
+/// A seal is two lines of a digest and a length.
+const SEAL_CAP: u64 = 4096;
 const FILES: [&str; 2] = ["pack", "idx"];
 
 fn entry_dir(cache: &Path) -> PathBuf {
@@ -30,16 +34,30 @@ fn scratch_path(dir: &Path, ext: &str) -> PathBuf {
     dir.join(format!("pack-snapshot.{ext}"))
 }
 
-/// Copies `from` to `to` (made new), returning the sha256 of what was copied.
-fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
+/// Copies at most `cap` bytes of the regular file `from` (never followed)
+/// to `to` (made new): the sha256 and length of what was copied, or an
+/// error when `from` is not a regular file or holds more than `cap`.
+fn copy_hashing(from: &Path, to: &Path, cap: u64) -> std::io::Result<(String, u64)> {
     use sha2::Digest;
-    let mut src = std::fs::File::open(from)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let src = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(from)?;
+    let meta = src.metadata()?;
+    if !meta.is_file() || meta.len() > cap {
+        return Err(std::io::Error::other(
+            "not a regular file of the sealed length",
+        ));
+    }
+    let mut src = src.take(cap + 1);
     let mut dst = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(to)?;
     let mut hasher = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
     loop {
         let n = match src.read(&mut buf) {
             Ok(0) => break,
@@ -47,29 +65,56 @@ fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        total += n as u64;
+        if total > cap {
+            return Err(std::io::Error::other("longer than sealed"));
+        }
         hasher.update(&buf[..n]);
         dst.write_all(&buf[..n])?;
     }
-    Ok(hex::encode(hasher.finalize()))
+    Ok((hex::encode(hasher.finalize()), total))
+}
+
+/// A seal's body: each file's digest and length, a line each.
+fn seal_body(files: &[(String, u64)]) -> Vec<u8> {
+    files
+        .iter()
+        .map(|(digest, len)| format!("{digest} {len}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into_bytes()
 }
 
 /// Puts the cached pack of `commit` into `dir` when there is an authentic
 /// entry; `false` (and `dir` as it was) otherwise.
 pub fn load(cache: &Path, commit: &str, dir: &Path) -> bool {
-    let Some(body) = std::fs::read(entry_path(cache, commit, "seal"))
-        .ok()
+    let Some(body) = crate::sandbox::read_cache_entry(&entry_path(cache, commit, "seal"), SEAL_CAP)
         .and_then(|sealed| crate::sandbox::open_sealed(DOMAIN, commit, &sealed))
     else {
         return false;
     };
+    let sealed: Vec<(String, u64)> = String::from_utf8_lossy(&body)
+        .lines()
+        .filter_map(|l| {
+            let (digest, len) = l.split_once(' ')?;
+            Some((digest.to_string(), len.parse().ok()?))
+        })
+        .collect();
+    if sealed.len() != FILES.len() {
+        return false;
+    }
     let mut copied = Vec::new();
-    for ext in FILES {
-        match copy_hashing(&entry_path(cache, commit, ext), &scratch_path(dir, ext)) {
-            Ok(digest) => copied.push(digest),
+    for (ext, (_, len)) in FILES.iter().zip(&sealed) {
+        match copy_hashing(
+            &entry_path(cache, commit, ext),
+            &scratch_path(dir, ext),
+            *len,
+        ) {
+            Ok(got) => copied.push(got),
             Err(_) => break,
         }
     }
-    if copied.len() == FILES.len() && body == copied.join("\n").into_bytes() {
+    if copied == sealed {
         return true;
     }
     for ext in FILES {
@@ -99,11 +144,11 @@ fn try_store(cache: &Path, commit: &str, dir: &Path) -> std::io::Result<()> {
             .tempfile_in(&entries)?
             .into_temp_path();
         std::fs::remove_file(&tmp)?;
-        digests.push(copy_hashing(&scratch_path(dir, ext), &tmp)?);
+        digests.push(copy_hashing(&scratch_path(dir, ext), &tmp, u64::MAX / 2)?);
         tmp.persist(entry_path(cache, commit, ext))
             .map_err(|e| e.error)?;
     }
-    let sealed = crate::sandbox::seal(DOMAIN, commit, digests.join("\n").as_bytes())
+    let sealed = crate::sandbox::seal(DOMAIN, commit, &seal_body(&digests))
         .ok_or_else(|| std::io::Error::other("no cache key"))?;
     crate::sandbox::write_cache_entry(&entry_path(cache, commit, "seal"), &sealed)
 }

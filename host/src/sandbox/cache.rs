@@ -60,8 +60,29 @@ pub fn preload_env_key() -> Result<(), String> {
         let _ = ENV_KEY.set(None);
         return Ok(());
     };
-    // SAFETY: `main` calls this before it starts any thread.
-    unsafe { std::env::remove_var(KEY_ENV) };
+    // Removing the variable takes it out of libc's list only: the kernel
+    // still shows the environment block the process started with in
+    // `/proc/PID/environ`, to any process of this user. So the value's
+    // bytes are overwritten where they lie first, and no core file is
+    // written (it would hold the key). The process stays dumpable: a
+    // non-dumpable one's `/proc` files are root's, and a sandbox made by
+    // an ordinary user needs to write its child's `uid_map` there. So a
+    // process of this user that may `ptrace` agent-ledger (Yama's
+    // `ptrace_scope` 0) can read the key from its memory (SECURITY.md).
+    // SAFETY: `main` calls this before it starts any thread; `getenv`
+    // returns the value's bytes in the environment block (NUL-terminated),
+    // which this process may write.
+    unsafe {
+        let name = std::ffi::CString::new(KEY_ENV).expect("no NUL in the name");
+        let at = nix::libc::getenv(name.as_ptr());
+        if !at.is_null() {
+            let len = nix::libc::strlen(at);
+            std::ptr::write_bytes(at, 0, len);
+        }
+        std::env::remove_var(KEY_ENV);
+    }
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0)
+        .map_err(|e| format!("cannot turn core files off to hold {KEY_ENV}: {e}"))?;
     let key = value
         .to_str()
         .and_then(|v| hex::decode(v.trim()).ok())
@@ -76,6 +97,39 @@ pub fn preload_env_key() -> Result<(), String> {
     let _ = ENV_KEY.set(Some(key));
     Ok(())
 }
+
+/// The shared key as `AGENT_LEDGER_CACHE_KEY` would carry it, for a child
+/// that is agent-ledger itself (`batch`'s replay phase), which takes it out
+/// of its environment again first thing.
+pub fn env_key_for_child() -> Option<(&'static str, String)> {
+    match ENV_KEY.get() {
+        Some(Some(key)) => Some((KEY_ENV, hex::encode(key))),
+        _ => None,
+    }
+}
+
+/// Reads a cache entry of at most `cap` bytes, or `None`: never through a
+/// symlink, never anything but a regular file (a FIFO would block, a device
+/// would never end), never more than `cap`. Whoever can write the cache
+/// directory can put anything there; this only bounds what reading costs,
+/// the tag decides what is believed.
+pub fn read_entry(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > cap {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= cap).then_some(bytes)
+}
+
+/// The largest compiled component read back from the cache.
+const COMPILED_CAP: u64 = 2 << 30;
 
 /// Where this process's key comes from: `AGENT_LEDGER_CACHE_KEY`, else the
 /// per-user file (`None` when there is neither a variable nor a home).
@@ -222,7 +276,7 @@ impl Sandbox {
     /// An entry is deserialized only when its tag verifies under this
     /// user's key for this engine and this component's sha256.
     fn read_cache(&self, path: &Path, key: &[u8; KEY_LEN], sha256: &str) -> Option<Component> {
-        let entry = std::fs::read(path).ok()?;
+        let entry = read_entry(path, COMPILED_CAP)?;
         if entry.len() <= TAG_LEN {
             return None;
         }

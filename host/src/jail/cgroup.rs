@@ -4,7 +4,7 @@
 //! bounds everything the command's processes hold (anonymous and shared
 //! memory, tmpfs and ramfs pages, memfds however hidden, and the kernel
 //! memory charged to it) and how many tasks they run, exactly, where the
-//! host's sampling of `/proc` (`test_cmd::Members`) can be outrun. The
+//! host's sampling of `/proc` (`jail::accounting::Members`) can be outrun. The
 //! sampling stays as the second line, and the only one elsewhere (cgroup
 //! v2 needs a delegated subtree and a process of its own to move; see
 //! SECURITY.md).
@@ -86,7 +86,7 @@ impl Cgroup {
     /// is accounted) and, where the pids controller is mounted, `tasks`
     /// tasks; `None` where this process cannot make one.
     pub(crate) fn new(memory: u64, tasks: u64) -> Option<Cgroup> {
-        if !super::test_cmd::host_root() {
+        if !super::host_root() {
             return None;
         }
         let parent = own(MEMORY_ROOT, "memory")?;

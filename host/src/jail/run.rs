@@ -1,0 +1,250 @@
+//! A bounded run of a command in the jail ([`Jail::run`]) or, with
+//! `--allow-unsandboxed`, as the operator ([`run_unsandboxed`]): the
+//! output pumps, the wall clock, the memory and process caps, and the kill.
+
+use super::accounting::{Members, SysvWatch, kill_children};
+use super::cgroup::Cgroup;
+use super::identity::{as_user, host_root};
+use super::pumps::Pumps;
+use super::*;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// What bounds one run: the wall clock, the output cap, and the memory and
+/// process caps (`--test-timeout`, `--test-output-cap`, `--test-memory`,
+/// `--test-max-procs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caps {
+    pub timeout: Duration,
+    pub output_cap: u64,
+    pub memory: u64,
+    pub max_procs: u64,
+}
+
+impl Jail<'_> {
+    /// Runs the test command; `echo`: copy its output to our stderr.
+    pub(crate) fn run(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        caps: &Caps,
+        echo: bool,
+    ) -> Result<Ran> {
+        // Only as host root, where the sandbox is made by a thread of the
+        // host user that joins the cgroup before it drops to that user.
+        let cgroup = self
+            .host_user
+            .and_then(|_| Cgroup::new(caps.memory, caps.max_procs));
+        // Started here, as this process's user: joining the sandbox's IPC
+        // namespace needs root.
+        let first = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let sysv = host_root().then(|| SysvWatch::start(first.clone()));
+        let bounds = Bounds {
+            cgroup: cgroup.as_ref(),
+            first: &first,
+            sysv,
+        };
+        as_user(self.host_user, cgroup.as_ref(), || {
+            self.run_here(command, env, caps, echo, bounds)
+        })?
+    }
+
+    /// [`Jail::run`] on the thread that makes the sandbox.
+    pub(crate) fn run_here(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        caps: &Caps,
+        echo: bool,
+        bounds: Bounds<'_>,
+    ) -> Result<Ran> {
+        let Bounds {
+            cgroup,
+            first,
+            sysv,
+        } = bounds;
+        let mut c = self.container()?;
+        c.setrlimit(hakoniwa::Rlimit::Nproc, caps.max_procs, caps.max_procs);
+        // agent-ledger raises its own descriptor limit; the command gets a
+        // usual one, not the hard limit.
+        c.setrlimit(hakoniwa::Rlimit::Nofile, TEST_NOFILE, TEST_NOFILE);
+        let argv = in_new_session(&["/bin/sh".to_string(), "-c".into(), command.to_string()])?;
+        let mut cmd = c.command(&argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir(self.tree)
+            .stdin(dev_null().map_err(|e| Error::read(Path::new("/dev/null"), e))?)
+            .stdout(hakoniwa::Stdio::piped())
+            .stderr(hakoniwa::Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // Born in the cgroup, if any: this thread joined it (`as_user`).
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
+        first.store(child.id(), Ordering::Relaxed);
+        let pumps = Pumps::start(
+            caps.output_cap,
+            echo,
+            child
+                .stdout
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        );
+        let mut stopped = None;
+        let deadline = Instant::now() + caps.timeout;
+        let mut members = Members::of(child.id(), false, sysv);
+        let mut polls = 0u32;
+        let status = loop {
+            let status = child
+                .try_wait()
+                .map_err(|e| Error::Internal(format!("cannot wait for the test command: {e}")))?;
+            if let Some(status) = status {
+                break status;
+            }
+            if stopped.is_none() {
+                stopped = pumps.over_cap().then_some(STOPPED_OUTPUT);
+                if Instant::now() >= deadline {
+                    stopped = Some(STOPPED_TIMEOUT);
+                }
+                polls = polls.wrapping_add(1);
+                stopped = stopped.or(members.over(caps, polls.is_multiple_of(MEMORY_EVERY)));
+                if stopped.is_some() {
+                    // Kills the process the sandbox runs first (its PID
+                    // namespace's init: the kernel then kills every
+                    // process left in that namespace), then the sandbox's
+                    // own helper. Not the helper alone: a command can clear
+                    // its init's death signal (a fourth review did, with
+                    // gdb) and outlive it.
+                    kill_children(child.id());
+                    let _ = child.kill();
+                }
+            }
+            std::thread::sleep(POLL);
+        };
+        if let Some(c) = cgroup {
+            c.kill_all();
+        }
+        let (completion_ids, stdout, stderr) = pumps.finish();
+        if stopped.is_none() && cgroup.is_some_and(|c| c.oom_killed()) {
+            stopped = Some(STOPPED_MEMORY);
+        }
+        if stopped.is_none() && status.exit_code.is_none() && status.code == 125 {
+            return Err(Error::Internal(format!(
+                "the test command's sandbox failed: {}",
+                status.reason
+            )));
+        }
+        Ok(Ran {
+            exit_code: status.exit_code,
+            stopped,
+            completion_ids,
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// What bounds one run of the test command besides its sandbox: its
+/// cgroup, where one could be made, and the watch on System V shared
+/// memory (as root), which learns the sandbox's first process through
+/// `first`.
+pub(crate) struct Bounds<'a> {
+    cgroup: Option<&'a Cgroup>,
+    first: &'a std::sync::atomic::AtomicU32,
+    sysv: Option<SysvWatch>,
+}
+
+/// Runs `fork` in `cgroup` when there is one.
+pub(crate) fn in_cgroup<T>(cgroup: Option<&Cgroup>, fork: impl FnOnce() -> T) -> Result<T> {
+    match cgroup {
+        Some(c) => c.spawn_in(fork).map_err(|e| {
+            Error::Internal(format!("cannot put the test command in its cgroup: {e}"))
+        }),
+        None => Ok(fork()),
+    }
+}
+
+/// Without a sandbox (`--allow-unsandboxed`): the operator's user, its own
+/// process group (killed whole when stopped or done), the scrubbed
+/// environment and the same limits.
+pub(crate) fn run_unsandboxed(
+    command: &str,
+    tree: &Path,
+    env: &[(String, String)],
+    caps: &Caps,
+    echo: bool,
+) -> Result<Ran> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", command])
+        .current_dir(tree)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let cgroup = Cgroup::new(caps.memory, caps.max_procs);
+    let mut child = in_cgroup(cgroup.as_ref(), || cmd.spawn())?
+        .map_err(|e| Error::Internal(format!("cannot run the test command: {e}")))?;
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let kill_group = || {
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    };
+    let pumps = Pumps::start(
+        caps.output_cap,
+        echo,
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let mut stopped = None;
+    let deadline = Instant::now() + caps.timeout;
+    let mut members = Members::of(child.id(), true, None);
+    let mut polls = 0u32;
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| Error::Internal(format!("cannot wait for the test command: {e}")))?
+        {
+            break status;
+        }
+        if stopped.is_none() {
+            stopped = pumps.over_cap().then_some(STOPPED_OUTPUT);
+            if Instant::now() >= deadline {
+                stopped = Some(STOPPED_TIMEOUT);
+            }
+            polls = polls.wrapping_add(1);
+            stopped = stopped.or(members.over(caps, polls.is_multiple_of(MEMORY_EVERY)));
+            if stopped.is_some() {
+                kill_group();
+            }
+        }
+        std::thread::sleep(POLL);
+    };
+    // What it left behind in its group goes too (a process that made its
+    // own session escapes this: that is what the sandbox is for).
+    kill_group();
+    let (completion_ids, stdout, stderr) = pumps.finish();
+    if stopped.is_none() && cgroup.as_ref().is_some_and(|c| c.oom_killed()) {
+        stopped = Some(STOPPED_MEMORY);
+    }
+    Ok(Ran {
+        exit_code: status.code(),
+        stopped,
+        completion_ids,
+        stdout,
+        stderr,
+    })
+}
