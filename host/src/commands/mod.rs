@@ -11,8 +11,6 @@ pub mod lock;
 pub mod merge;
 pub mod pack;
 pub mod plugin;
-pub mod plugin_new;
-pub mod plugin_precompile;
 pub mod reconcile;
 pub mod replay;
 pub mod report;

@@ -10,6 +10,9 @@
 //! `inspect` loads a plugin and asks it to describe itself, without running
 //! `check`.
 
+mod new;
+mod precompile;
+
 use crate::config::PropertyConfig;
 use crate::exit::{Error, ExitCode, Result, Sysexit};
 use crate::ledger::{Loaded, RunId};
@@ -30,9 +33,9 @@ pub enum PluginCommand {
     /// Print what a plugin says about itself and what it imports, without running `check`.
     Inspect(InspectArgs),
     /// Write a standalone property project (Rust, Python or JavaScript) that builds with one command.
-    New(super::plugin_new::NewArgs),
+    New(new::NewArgs),
     /// Compile plugins (default: the built-ins) into the compile cache, so a CI image or restored cache starts warm.
-    Precompile(super::plugin_precompile::PrecompileArgs),
+    Precompile(precompile::PrecompileArgs),
 }
 
 /// The limits a plugin runs under; each defaults to the configuration's
