@@ -18,7 +18,19 @@ pub fn sha256_file(path: &Path) -> io::Result<(String, u64)> {
 /// [`sha256_file`] of what `file` reads, through one read buffer per
 /// thread: trees are mostly small files, and a fresh large buffer for each
 /// is most of their cost.
-pub fn sha256_reader(mut file: impl Read) -> io::Result<(String, u64)> {
+pub fn sha256_reader(file: impl Read) -> io::Result<(String, u64)> {
+    sha256_sized(file, None)
+}
+
+/// [`sha256_reader`] of a regular file whose size was `size` when it was
+/// looked at: a file smaller than the buffer is read with one call (a read
+/// of a regular file that returns less than it asked for has met the end),
+/// not two; the bytes hashed are still whatever the reads return.
+pub fn sha256_open_file(file: &std::fs::File, size: u64) -> io::Result<(String, u64)> {
+    sha256_sized(file, Some(size))
+}
+
+fn sha256_sized(mut file: impl Read, size: Option<u64>) -> io::Result<(String, u64)> {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 256 * 1024]);
     }
@@ -26,7 +38,12 @@ pub fn sha256_reader(mut file: impl Read) -> io::Result<(String, u64)> {
         let mut hasher = Sha256::new();
         let mut total = 0u64;
         loop {
-            let n = match file.read(buf) {
+            // One byte more than the size: a short read then is the end.
+            let want = match size.map(|s| usize::try_from(s + 1)) {
+                Some(Ok(w)) if total == 0 && w < buf.len() => w,
+                _ => buf.len(),
+            };
+            let n = match file.read(&mut buf[..want]) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -34,6 +51,9 @@ pub fn sha256_reader(mut file: impl Read) -> io::Result<(String, u64)> {
             };
             hasher.update(&buf[..n]);
             total += n as u64;
+            if n < want && want < buf.len() {
+                break;
+            }
         }
         Ok((hex::encode(hasher.finalize()), total))
     })

@@ -8,7 +8,7 @@
 //! read goes through a cap-std `Dir` on the repository, so neither can a
 //! root reached through a link.
 
-use crate::digest::{sha256_hex, sha256_reader};
+use crate::digest::{sha256_hex, sha256_open_file};
 use crate::exit::{Error, Result};
 use crate::record::{Drift, FixtureLock, LockEntry};
 use cap_std::fs::Dir;
@@ -221,12 +221,10 @@ fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {
             .open(&found.path)
             .map_err(|e| Error::read(&abs(), e))?
             .into_std();
-        let mode = file
-            .metadata()
-            .map_err(|e| Error::read(&abs(), e))?
-            .permissions()
-            .mode();
-        let (sha256, size) = sha256_reader(file).map_err(|e| Error::read(&abs(), e))?;
+        let meta = file.metadata().map_err(|e| Error::read(&abs(), e))?;
+        let mode = meta.permissions().mode();
+        let (sha256, size) =
+            sha256_open_file(&file, meta.len()).map_err(|e| Error::read(&abs(), e))?;
         Ok(LockEntry {
             path: found.path,
             kind: "file".into(),
