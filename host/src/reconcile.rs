@@ -20,7 +20,10 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 mod changed;
+mod judge;
+
 pub use changed::{changed_against, changed_paths, parse_records, parse_status};
+pub use judge::{TraceOutcome, Trust, judge_trace, trust_note};
 
 pub fn abs(repo: &Path, path: &[u8]) -> PathBuf {
     repo.join(OsStr::from_bytes(path))

@@ -1042,10 +1042,10 @@ fn end(
     // Nothing in the workspace is excused as a ledger: capture runs in the
     // repository, so a ledger here would be the agent's.
     let snapshot = workspace_snapshot(&git, &base, ignored == IgnoredPolicy::Deny)?;
-    let judged = crate::commands::reconcile::judge_trace(
+    let judged = crate::reconcile::judge_trace(
         &ws,
         trace_file,
-        crate::commands::reconcile::Trust {
+        crate::reconcile::Trust {
             file: None,
             pin,
             base: None,

@@ -1,0 +1,154 @@
+//! A trace judged against its tree ([`judge_trace`]): its authentication
+//! checked, the tree reconciled with it, and the outcome for people and
+//! machines. Shared by `reconcile` and `trace end`.
+
+use super::{Judged, reconcile};
+use crate::config::IgnoredPolicy;
+use crate::exit::{Error, ExitCode, Result};
+use crate::output::{self, OutputFormat};
+use crate::paths::relative_to;
+use crate::trace::{Authenticated, Forged};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How a trace was trusted, for people and machines.
+pub fn trust_note(auth: Option<&Authenticated>) -> String {
+    match auth {
+        None => "unauthenticated (no begin line): anyone who could write the trace file could have written any line of it".into(),
+        Some(a) => format!(
+            "authenticated: run `{}`, agent `{}`, key sha256 {}, {} line(s), {}",
+            a.run,
+            a.agent,
+            a.key_sha256,
+            a.lines,
+            if a.sealed {
+                "sealed by its end line"
+            } else {
+                "not sealed (no end line yet: lines after the last could have been cut)"
+            }
+        ),
+    }
+}
+
+/// What a judged trace tells the caller, and the outcome for machines
+/// (`value`) and for people (`human`), not yet printed.
+pub struct TraceOutcome {
+    pub code: ExitCode,
+    pub auth: Option<Authenticated>,
+    pub value: serde_json::Value,
+    pub human: String,
+}
+
+impl TraceOutcome {
+    /// Prints the outcome on stdout in `format`.
+    pub fn print(&self, format: OutputFormat) -> Result<()> {
+        output::emit(format, &self.value, || self.human.clone())
+    }
+}
+
+/// What the caller trusts: where a trace's key is (`None`: `TRACE.key`
+/// beside it), the key's sha256 when pinned, and the base revision of a
+/// trace without a begin line (`None`: HEAD).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Trust<'a> {
+    pub file: Option<&'a Path>,
+    pub pin: Option<&'a str>,
+    pub base: Option<&'a str>,
+}
+
+/// Verifies the trace at `trace` and judges it against the tree at `root`
+/// (its working tree, or a snapshot of it: `tree`). `exclude`: paths never
+/// counted as changed (the trace and its key are never counted either).
+pub fn judge_trace(
+    root: &Path,
+    trace: &Path,
+    key: Trust<'_>,
+    exclude: &[PathBuf],
+    ignored: IgnoredPolicy,
+    require_mutation: bool,
+    tree: Judged<'_>,
+) -> Result<TraceOutcome> {
+    // No trace file means the agent never called the adapter: no spans.
+    let bytes = crate::input::read_optional(trace, crate::input::TRACE_CAP)?.unwrap_or_default();
+    let verified = match crate::trace::verify(trace, &bytes, key.file, key.pin)? {
+        Ok(v) => v,
+        Err(forged) => return Ok(forged_outcome(trace, &forged)),
+    };
+    // The trace file, its key and the ledger are never counted as changes;
+    // a begun run's workspace holds no ledger (capture runs in the
+    // repository), so nothing in it is excused.
+    let key_file = crate::trace::key_path(trace);
+    let exclude_ledger = if verified.auth.is_some() {
+        &[][..]
+    } else {
+        exclude
+    };
+    let exclude: Vec<Vec<u8>> = [trace, key_file.as_path()]
+        .into_iter()
+        .chain(exclude_ledger.iter().map(PathBuf::as_path))
+        .filter_map(|p| relative_to(root, p))
+        .map(|p| p.as_os_str().as_bytes().to_vec())
+        .collect();
+    if let Some(a) = &verified.auth {
+        crate::trace::check_workspace(root, &a.workspace, &a.git_dir, &a.base)?;
+        if let Some(b) = key.base.filter(|b| *b != a.base) {
+            return Err(Error::Usage(format!(
+                "`--base {b}` is not the run's base {}: a begun run is judged from its begin line's",
+                a.base
+            )));
+        }
+    }
+    let report = reconcile(
+        root,
+        &verified.spans,
+        &exclude,
+        ignored == IgnoredPolicy::Deny,
+        verified.auth.as_ref().map(|a| a.base.as_str()).or(key.base),
+        verified.auth.is_some(),
+        tree,
+    )?;
+    let (code, result) = if !report.open.is_empty() {
+        (ExitCode::OpenSpans, "open_spans")
+    } else if report.mismatch() {
+        (ExitCode::Mismatch, "mismatch")
+    } else if require_mutation && report.changed == 0 && report.mutating_spans == 0 {
+        (ExitCode::NoMutation, "no_mutation")
+    } else {
+        (ExitCode::Ok, "reconciled")
+    };
+    let trust = trust_note(verified.auth.as_ref());
+    let value = serde_json::json!({
+        "result": result,
+        "exit_code": code.code(),
+        "report": report,
+        "authenticated": verified.auth,
+        "trust": trust,
+    });
+    Ok(TraceOutcome {
+        code,
+        auth: verified.auth,
+        value,
+        human: output::human::reconcile(&report, result, &trust),
+    })
+}
+
+fn forged_outcome(trace: &Path, forged: &Forged) -> TraceOutcome {
+    let value = serde_json::json!({
+        "result": "forged",
+        "exit_code": ExitCode::TraceForged.code(),
+        "trace": trace.display().to_string(),
+        "line": forged.line,
+        "reason": forged.reason,
+    });
+    let human = format!(
+        "forged: the trace `{}` does not verify: {}\n",
+        output::inert(&trace.display().to_string()),
+        output::inert(&forged.to_string())
+    );
+    TraceOutcome {
+        code: ExitCode::TraceForged,
+        auth: None,
+        value,
+        human,
+    }
+}
