@@ -34,8 +34,13 @@ pub(crate) use idmap::detach_mounts_under;
 mod property;
 mod self_test;
 pub(crate) mod test_cmd;
+mod test_report;
 pub(crate) mod test_tree;
+mod trees;
 mod unseen;
+
+use test_report::{failed_but_reported_green, no_report};
+pub use trees::{BaseTree, Baseline, TrialTrees};
 
 pub use test_cmd::{
     DEFAULT_MAX_PROCS as DEFAULT_TEST_MAX_PROCS, DEFAULT_MEMORY_MIB as DEFAULT_TEST_MEMORY_MIB,
@@ -56,7 +61,7 @@ use crate::record::{
 use crate::sandbox::{Change, ChangeKind, Mounts, RunDetails, Sandbox, TrialInput};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 /// The name of the host-side property that makes the tree.
@@ -153,95 +158,6 @@ pub struct Replayed {
     /// How each property's run on the trial went on this machine (wall
     /// time, peak memory), by property name: not part of the record.
     pub runs: BTreeMap<String, RunDetails>,
-}
-
-/// The base revision checked out once, read-only from then on: the lock
-/// is taken from it and every trial's patched tree is a hard-linked copy
-/// of it, so trials on one base (a `batch`) can share it. Removed when the
-/// last holder drops it.
-pub struct BaseTree {
-    _dir: crate::scratch::ScratchDir,
-    pub checkout: Checkout,
-    /// The test command's runs on this base, by
-    /// [`TestCommand::baseline_key`]: the trials of a batch on one base
-    /// run the base's suite once.
-    pub baselines: Mutex<BTreeMap<String, Baseline>>,
-    /// The base commit.
-    pub base: String,
-    /// A pack of the base commit's objects (`Checkout::pack_snapshot`),
-    /// made on first use: every test tree's `.git` gets a copy.
-    pack: Mutex<Option<PathBuf>>,
-}
-
-/// The test command's run on a base revision and the report it wrote.
-pub type Baseline = (TestRun, Option<Vec<u8>>);
-
-impl BaseTree {
-    pub fn new(repo: &Repo, base: &str) -> Result<std::sync::Arc<BaseTree>> {
-        let dir = tempdir()?;
-        let checkout = repo.checkout(base, &dir.path().join("base"))?;
-        Ok(std::sync::Arc::new(BaseTree {
-            _dir: dir,
-            checkout,
-            baselines: Mutex::new(BTreeMap::new()),
-            base: base.to_string(),
-            pack: Mutex::new(None),
-        }))
-    }
-
-    /// The directory holding the pack of the base commit's objects, made
-    /// once per base tree (trials of a batch share it), or taken from
-    /// `cache` (the compile cache's directory), where earlier processes
-    /// keep it (`pack_cache`).
-    pub fn snapshot_pack(&self, cache: Option<&Path>) -> Result<PathBuf> {
-        let mut pack = self.pack.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(dir) = &*pack {
-            return Ok(dir.clone());
-        }
-        let dir = self._dir.path().join("pack");
-        std::fs::create_dir(&dir).map_err(|e| Error::write(&dir, e))?;
-        if !cache.is_some_and(|c| pack_cache::load(c, &self.base, &dir)) {
-            self.checkout.pack_snapshot(&self.base, &dir)?;
-            if let Some(c) = cache {
-                pack_cache::store(c, &self.base, &dir);
-            }
-        }
-        *pack = Some(dir.clone());
-        Ok(dir)
-    }
-}
-
-/// One trial's temporary directory (its inputs, patched and self-test
-/// trees) and the base tree it builds on. The directory is removed when
-/// this is dropped, also on error.
-pub struct TrialTrees {
-    pub tmp: crate::scratch::ScratchDir,
-    shared: std::sync::Arc<BaseTree>,
-}
-
-impl TrialTrees {
-    /// A trial on a base of its own.
-    pub fn new(repo: &Repo, base: &str) -> Result<TrialTrees> {
-        TrialTrees::on(BaseTree::new(repo, base)?)
-    }
-
-    /// A trial on a base tree other trials may share.
-    pub fn on(shared: std::sync::Arc<BaseTree>) -> Result<TrialTrees> {
-        Ok(TrialTrees {
-            tmp: tempdir()?,
-            shared,
-        })
-    }
-
-    /// The base revision's tree.
-    pub fn base(&self) -> &Checkout {
-        &self.shared.checkout
-    }
-
-    /// The base tree other trials may share.
-    pub fn shared(&self) -> &BaseTree {
-        &self.shared
-    }
 }
 
 /// A trial's temporary directory (stale ones of killed runs are swept).
@@ -669,55 +585,4 @@ fn changes_of(co: &Checkout, base: &str) -> Result<Vec<Change>> {
             old_path: c.old_path,
         })
         .collect())
-}
-
-/// Why a run that wrote no report is not judged: its exit status, the last
-/// lines it printed, and, when the shell did not find the command, what
-/// the sandbox hides.
-fn no_report(run: &TestRun) -> String {
-    let status = match run.exit_code {
-        Some(c) => format!("exited {c}"),
-        None => "was killed by a signal".into(),
-    };
-    let mut msg = format!("the test command {status} and wrote no report to `$AGENT_LEDGER_JUNIT`");
-    if run.log_parser.is_some() {
-        msg.push_str(" (its log parser found no test in its output)");
-    }
-    let last: Vec<&str> = run
-        .stderr_tail
-        .lines()
-        .chain(run.stdout_tail.lines())
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    let last = &last[last.len().saturating_sub(5)..];
-    if !last.is_empty() {
-        msg.push_str("; its last lines: ");
-        msg.push_str(&last.join(" | "));
-    }
-    if run.exit_code == Some(127) || last.iter().any(|l| l.contains("not found")) {
-        msg.push_str(&format!(
-            "; a command was not found: the sandbox shows only the system directories (/usr, /bin, /lib, /etc, /opt, ...), hides $HOME{} and only shows `PATH` from this environment: show an interpreter, a virtualenv or a data directory read-only with `--test-ro PATH` and pass variables with `--test-env NAME`",
-            std::env::var("HOME").map(|h| format!(" ({h})")).unwrap_or_default()
-        ));
-    }
-    msg
-}
-
-/// A test command that exited non-zero while its report shows no failing
-/// or erroring test. The report is written by the code under test, so it
-/// can claim anything; the exit status is the runner's own account, and the
-/// two must agree (a runner fails when a test fails; a coverage gate or a
-/// crash after the report is a failure too). A report with any failure
-/// (frozen or not) explains a non-zero status and is judged by `tests_pass`.
-fn failed_but_reported_green(run: &TestRun, report: &[u8]) -> Option<String> {
-    let code = run.exit_code.filter(|&c| c != 0)?;
-    let cases = crate::junit::parse(std::path::Path::new("junit.xml"), report).ok()?;
-    let failed = cases
-        .iter()
-        .any(|c| c.status == crate::junit::Status::Failed);
-    (!failed).then(|| {
-        format!(
-            "the test command exited {code}, but its report shows no failing test: the report is not the runner's account"
-        )
-    })
 }
