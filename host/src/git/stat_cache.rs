@@ -130,10 +130,10 @@ pub struct StatCache {
 impl StatCache {
     /// The cache in `dir` for the tree at `root` against `base` (a full
     /// commit id) listed as `listing`; empty when there is none or it does
-    /// not verify. `None` without a per-user key (nothing could be
+    /// not verify. `None` without a cache key (nothing could be
     /// trusted, so nothing is kept).
     pub fn load(dir: &Path, root: &Path, base: &str, listing: &Listing) -> Option<StatCache> {
-        crate::sandbox::cache_key_path()?;
+        crate::sandbox::cache_key_source()?;
         let id = format!("{}\0{base}\0{}", root.display(), listing.len());
         let path = dir
             .join("worktree-stat")

@@ -94,6 +94,13 @@ pub fn preload_env_key() -> Result<(), String> {
                 value.len()
             )
         })?;
+    // A placeholder left in place of a secret (all zeros, one repeated
+    // byte) is no key.
+    if key.iter().all(|&b| b == key[0]) {
+        return Err(format!(
+            "{KEY_ENV} is one byte repeated, not a secret: use 32 random bytes (`openssl rand -hex 32`)"
+        ));
+    }
     let _ = ENV_KEY.set(Some(key));
     Ok(())
 }
