@@ -77,6 +77,17 @@ pub(crate) fn fix(root: &Path) {
     );
 }
 
+/// The upstream fix, committed after the base on another branch (the
+/// checkout is back on the base's branch): its commit id.
+pub(crate) fn upstream_fix(repo: &DemoRepo) -> String {
+    git(repo.path(), &["checkout", "-q", "-b", "upstream"]);
+    fix(repo.path());
+    git(repo.path(), &["commit", "-q", "-am", "the fix"]);
+    let future = git(repo.path(), &["rev-parse", "HEAD"]);
+    git(repo.path(), &["checkout", "-q", "-"]);
+    future
+}
+
 pub(crate) const F2P: &str = "tests/test_calc.py::TestCalc::test_add";
 pub(crate) const P2P: &str = "test_sub (tests.test_calc.TestCalc)";
 
@@ -720,12 +731,7 @@ fn an_agent_file_that_shadows_the_evaluators_test_module_is_reject() {
 #[test]
 fn the_test_command_runs_git_on_a_tree_that_holds_the_base_and_nothing_later() {
     let repo = repo();
-    // The upstream fix, committed after the base on another branch.
-    git(repo.path(), &["checkout", "-q", "-b", "upstream"]);
-    fix(repo.path());
-    git(repo.path(), &["commit", "-q", "-am", "the fix"]);
-    let future = git(repo.path(), &["rev-parse", "HEAD"]);
-    git(repo.path(), &["checkout", "-q", "-"]);
+    let future = upstream_fix(&repo);
     let patch = patch_of(&repo, fix);
     run_with_stdin(
         repo.path(),

@@ -2,7 +2,7 @@
 //! on the same base takes it from the cache, and an entry swapped for a
 //! pack that holds more (the upstream fix's commit) is not used.
 
-use crate::evaluation::{P2P, fix, repo};
+use crate::evaluation::{P2P, repo, upstream_fix};
 use crate::support::*;
 use std::path::{Path, PathBuf};
 
@@ -118,12 +118,7 @@ fn pack_of(repo: &DemoRepo, commits: &[&str], dir: &Path) -> (Vec<u8>, Vec<u8>) 
 #[test]
 fn the_base_pack_is_cached_across_processes_and_a_swapped_one_is_not_used() {
     let repo = repo();
-    // The upstream fix, committed after the base on another branch.
-    git(repo.path(), &["checkout", "-q", "-b", "upstream"]);
-    fix(repo.path());
-    git(repo.path(), &["commit", "-q", "-am", "the fix"]);
-    let future = git(repo.path(), &["rev-parse", "HEAD"]);
-    git(repo.path(), &["checkout", "-q", "-"]);
+    let future = upstream_fix(&repo);
     let (state, cache) = (tempdir(), tempdir());
     let script = format!(
         "echo head=$(git rev-parse HEAD); git rev-list --objects HEAD >/dev/null && echo objects=ok; \
