@@ -300,7 +300,11 @@ pub fn reconcile(
         None => git.resolve_commit("HEAD").ok(),
     };
     mark("open");
-    let listing = start.as_deref().map(|rev| git.listing(rev)).transpose()?;
+    let cache = crate::resolve::default_cache_dir();
+    let listing = start
+        .as_deref()
+        .map(|rev| git.listing_of_commit(rev, cache.as_deref()))
+        .transpose()?;
     mark("listing");
     let changed = match tree {
         Judged::Worktree => changed_against(&git, start.as_deref(), listing.as_ref(), ignored)?,

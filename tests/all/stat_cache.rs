@@ -200,3 +200,28 @@ fn a_file_put_into_a_submodule_left_unpopulated_is_a_ghost() {
         "{ghosts}"
     );
 }
+
+#[test]
+fn a_forged_base_listing_is_not_believed() {
+    let t = Tree::new();
+    t.warm();
+    let listings: Vec<PathBuf> = std::fs::read_dir(t.cache_dir().join("listings"))
+        .expect("the base's listing was kept")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(listings.len(), 1);
+    let file = t.path().join("src/retry.py");
+    let old_id = git(t.path(), &["rev-parse", "HEAD:src/retry.py"]);
+    rewrite_keeping_mtime(&file);
+    let new_id = git(t.path(), &["hash-object", "src/retry.py"]);
+    // The listing now claims the edited bytes are the base's: what an
+    // agent would write to hide the edit, without the key.
+    let mut bytes = std::fs::read(&listings[0]).unwrap();
+    let at = bytes
+        .windows(old_id.len())
+        .position(|w| w == old_id.as_bytes())
+        .expect("the entry is ls-tree's output");
+    bytes[at..at + new_id.len()].copy_from_slice(new_id.as_bytes());
+    std::fs::write(&listings[0], &bytes).unwrap();
+    assert_eq!(t.ghosts(), serde_json::json!(["src/retry.py"]));
+}

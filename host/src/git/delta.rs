@@ -82,6 +82,11 @@ impl Listing {
         if self.sha256 { 64 } else { 40 }
     }
 
+    /// `git ls-tree -r -z`'s output this listing was parsed from.
+    pub(super) fn text(&self) -> &[u8] {
+        &self.text
+    }
+
     /// Entry `i`'s path.
     pub fn path(&self, i: usize) -> &[u8] {
         let (start, end) = self.spans[i].path;
@@ -147,7 +152,7 @@ impl super::Repo {
     }
 }
 
-fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
+pub(super) fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
     if u32::try_from(text.len()).is_err() {
         return Err("more than 4 GiB of entries".into());
     }

@@ -23,6 +23,7 @@ use std::process::{Command, Output, Stdio};
 mod blob;
 mod checkout;
 mod delta;
+mod listing_cache;
 mod range;
 mod stat_cache;
 pub use checkout::{Applied, Checkout, ModeChange, NameStatus};
