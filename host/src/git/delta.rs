@@ -156,9 +156,15 @@ pub(super) fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<
     if u32::try_from(text.len()).is_err() {
         return Err("more than 4 GiB of entries".into());
     }
+    // Sized once for the entries the text can hold (a record is at least
+    // its mode, type, id, a tab and a name: about 50 bytes), so the index is
+    // never rebuilt while it fills (each rebuild re-reads every path).
+    let guess = text.len() / 48 + 1;
     let mut listing = Listing {
         sha256,
         text,
+        spans: Vec::with_capacity(guess),
+        index: hashbrown::HashTable::with_capacity(guess),
         ..Listing::default()
     };
     let oid_len = listing.oid_len();
