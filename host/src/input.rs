@@ -27,7 +27,15 @@ pub const KEY_CAP: u64 = 64 << 10;
 
 /// Reads a regular file of at most `cap` bytes.
 pub fn read_file(path: &Path, cap: u64) -> Result<Vec<u8>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
+    // Non-blocking, so that opening a FIFO nobody writes returns at once
+    // (to be refused below) instead of waiting; it changes nothing for the
+    // regular file that is read.
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::read(path, e))?;
     read_opened(file, path, cap)
 }
 

@@ -282,6 +282,31 @@ fn body_format_has_its_own_flag_and_the_old_spelling_warns() {
 }
 
 #[test]
+fn a_fifo_nobody_writes_as_body_is_refused_at_once() {
+    let dir = tempdir();
+    let fifo = dir.path().join("body.diff");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (root, body) = (dir.path().to_path_buf(), fifo.clone());
+    std::thread::spawn(move || {
+        let out = run(
+            &root,
+            &["capture", "--run", "r", "--body", body.to_str().unwrap()],
+        );
+        let _ = tx.send(out);
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("capture waited for a writer on the FIFO");
+    out.assert_code(65);
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
+
+#[test]
 fn a_device_as_body_is_refused_not_read() {
     let dir = tempdir();
     let out = run(
