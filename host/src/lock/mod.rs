@@ -176,17 +176,12 @@ fn hash_all(top: &Dir, repo: &Path, found: Vec<Found>) -> Result<Vec<LockEntry>>
     let slots: Vec<std::sync::OnceLock<Result<LockEntry>>> = (0..found.len())
         .map(|_| std::sync::OnceLock::new())
         .collect();
-    let found: Vec<std::sync::Mutex<Option<Found>>> = found
-        .into_iter()
-        .map(|f| std::sync::Mutex::new(Some(f)))
-        .collect();
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(cell) = found.get(i) else { break };
-                    let f = cell.lock().expect("entry").take().expect("taken once");
+                    let Some(f) = found.get(i) else { break };
                     let _ = slots[i].set(hash_entry(top, repo, f));
                 }
             });
@@ -198,7 +193,7 @@ fn hash_all(top: &Dir, repo: &Path, found: Vec<Found>) -> Result<Vec<LockEntry>>
         .collect()
 }
 
-fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {
+fn hash_entry(top: &Dir, repo: &Path, found: &Found) -> Result<LockEntry> {
     let abs = || repo.join(&found.path);
     if found.is_link {
         let target = top
@@ -208,7 +203,7 @@ fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {
         let text = std::str::from_utf8(bytes)
             .map_err(|_| Error::data(&abs(), "symlink target is not UTF-8"))?;
         Ok(LockEntry {
-            path: found.path,
+            path: found.path.clone(),
             kind: "symlink".into(),
             size: bytes.len() as u64,
             sha256: sha256_hex(bytes),
@@ -226,7 +221,7 @@ fn hash_entry(top: &Dir, repo: &Path, found: Found) -> Result<LockEntry> {
         let (sha256, size) =
             sha256_open_file(&file, meta.len()).map_err(|e| Error::read(&abs(), e))?;
         Ok(LockEntry {
-            path: found.path,
+            path: found.path.clone(),
             kind: "file".into(),
             size,
             sha256,

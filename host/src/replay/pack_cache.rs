@@ -39,17 +39,7 @@ fn scratch_path(dir: &Path, ext: &str) -> PathBuf {
 /// error when `from` is not a regular file or holds more than `cap`.
 fn copy_hashing(from: &Path, to: &Path, cap: u64) -> std::io::Result<(String, u64)> {
     use sha2::Digest;
-    use std::os::unix::fs::OpenOptionsExt;
-    let src = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(from)?;
-    let meta = src.metadata()?;
-    if !meta.is_file() || meta.len() > cap {
-        return Err(std::io::Error::other(
-            "not a regular file of the sealed length",
-        ));
-    }
+    let (src, _) = crate::sandbox::open_cache_entry(from, cap)?;
     let mut src = src.take(cap + 1);
     let mut dst = std::fs::OpenOptions::new()
         .write(true)

@@ -121,18 +121,27 @@ pub fn env_key_for_child() -> Option<(&'static str, String)> {
 /// directory can put anything there; this only bounds what reading costs,
 /// the tag decides what is believed.
 pub fn read_entry(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    let (file, len) = open_entry(path, cap).ok()?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(cap + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= cap).then_some(bytes)
+}
+
+/// Opens a cache entry to read, with its length: only a regular file of at
+/// most `cap` bytes, reached without following a link, and never waiting
+/// (a FIFO opens at once, to be refused).
+pub fn open_entry(path: &Path, cap: u64) -> std::io::Result<(std::fs::File, u64)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
+        .open(path)?;
+    let meta = file.metadata()?;
     if !meta.is_file() || meta.len() > cap {
-        return None;
+        return Err(std::io::Error::other(
+            "not a regular file within the entry's bound",
+        ));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1).read_to_end(&mut bytes).ok()?;
-    (bytes.len() as u64 <= cap).then_some(bytes)
+    Ok((file, meta.len()))
 }
 
 /// The largest compiled component read back from the cache.

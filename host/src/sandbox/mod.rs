@@ -33,8 +33,8 @@
 mod cache;
 pub use cache::key_path as cache_key_path;
 pub use cache::{
-    KEY_ENV as CACHE_KEY_ENV, env_key_for_child, key_source as cache_key_source, preload_env_key,
-    read_entry as read_cache_entry,
+    KEY_ENV as CACHE_KEY_ENV, env_key_for_child, key_source as cache_key_source,
+    open_entry as open_cache_entry, preload_env_key, read_entry as read_cache_entry,
 };
 pub use cache::{open as open_sealed, seal, write_entry as write_cache_entry};
 mod convert;
