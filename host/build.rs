@@ -280,7 +280,7 @@ fn read_shipped(path: &Path) -> Result<Vec<(Builtin, String)>, String> {
 fn write_shipped(path: &Path, entries: &[(Builtin, String)]) {
     let doc = json!({
         "schema": BUILTINS_SCHEMA,
-        "comment": "The built-in property components shipped with the crate; written by `bash .ci/builtins` (AGENT_LEDGER_BUILTINS=update) from plugins/, checked by AGENT_LEDGER_BUILTINS=verify. Fields: README, \"Built-in components\".",
+        "comment": "The built-in property components shipped with the crate; written by `bash .ci/builtins` (AGENT_LEDGER_BUILTINS=update) from plugins/, checked by AGENT_LEDGER_BUILTINS=verify. Fields: docs/guide/built-in-properties.md.",
         "builtins": entries.iter().map(|(b, d)| json!({
             "name": b.name,
             "order": b.order,

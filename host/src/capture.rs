@@ -13,10 +13,9 @@ use crate::envelope::{self, Extract};
 use crate::exit::{Error, Result};
 use crate::ledger::{self, Ledger, RETRY_HINT, RunId};
 use crate::provider::{self, BodyFormat};
+use crate::record::ReasonCode;
 use crate::record::{HttpExchange, Reason, SCHEMA, StoredFile, TokenUsage, TranscriptReceipt};
 use std::path::PathBuf;
-
-pub const LENGTH_MISMATCH: &str = "length_mismatch";
 
 /// The outcome of judging one body.
 #[derive(Debug)]
@@ -51,7 +50,7 @@ pub fn judge(
         && declared != body.len() as u64
     {
         reasons.push(Reason::new(
-            LENGTH_MISMATCH,
+            ReasonCode::LengthMismatch,
             format!(
                 "the server declared {declared} bytes but {} were received",
                 body.len()
@@ -65,7 +64,7 @@ pub fn judge(
     let envelope_missing = unwrapped
         .reasons
         .iter()
-        .any(|r| r.code == envelope::code::MISSING_ENVELOPE);
+        .any(|r| r.code == ReasonCode::MissingEnvelope);
     reasons.extend(unwrapped.reasons);
     let mut strip = 1;
     let mut notes = Vec::new();
@@ -297,7 +296,7 @@ pub fn read_stored(record_path: &std::path::Path, stored: &StoredFile) -> Result
 /// The note of a receipt whose trace has no begin line.
 fn unauthenticated_trace() -> Reason {
     Reason::new(
-        "unauthenticated_trace",
+        ReasonCode::UnauthenticatedTrace,
         "the trace has no begin line (`trace begin`): nothing binds its lines together, so anyone who could write the file could have written any of them",
     )
 }

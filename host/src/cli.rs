@@ -38,6 +38,12 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The parser's definition: what `--help`, completions, man pages and
+/// `docs/reference/cli.md` are made from.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// `--network-isolation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum NetworkIsolation {
@@ -173,11 +179,11 @@ impl Cli {
             Command::Report(cmd) => cmd.execute(ledger),
             Command::Completions(cmd) => {
                 refuse("completions")?;
-                cmd.execute(<Cli as clap::CommandFactory>::command())
+                cmd.execute(command())
             }
             Command::Man(cmd) => {
                 refuse("man")?;
-                cmd.execute(<Cli as clap::CommandFactory>::command())
+                cmd.execute(command())
             }
             Command::Swebench(cmd) => {
                 refuse("swebench import (it writes a manifest, not records)")?;

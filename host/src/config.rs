@@ -1,6 +1,6 @@
 //! `agent-ledger.toml`: read from the base revision (or an explicit file
 //! outside the tree), never from the patched tree. Field meanings are in
-//! the README's configuration section.
+//! `docs/guide/configuration.md`.
 
 use crate::exit::{Error, Result};
 use crate::git::Repo;

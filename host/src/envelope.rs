@@ -8,13 +8,7 @@
 //! reason was kept.
 
 use crate::record::Reason;
-
-/// Stable reason codes produced here.
-pub mod code {
-    pub const UNTERMINATED_ENVELOPE: &str = "unterminated_envelope";
-    pub const MISSING_ENVELOPE: &str = "missing_envelope";
-    pub const AMBIGUOUS_ENVELOPE: &str = "ambiguous_envelope";
-}
+use crate::record::ReasonCode;
 
 /// What `capture --extract` takes the diff out of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -83,7 +77,7 @@ fn trim_eol(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-fn reason(code: &str, msg: impl Into<String>) -> Reason {
+fn reason(code: ReasonCode, msg: impl Into<String>) -> Reason {
     Reason::new(code, msg)
 }
 
@@ -99,7 +93,7 @@ fn patch_tags(text: &[u8]) -> Unwrapped {
             envelope: None,
             patch: Vec::new(),
             reasons: vec![reason(
-                code::MISSING_ENVELOPE,
+                ReasonCode::MissingEnvelope,
                 "`--extract patch-tags`: no line starts with `<patch>`",
             )],
         };
@@ -110,7 +104,7 @@ fn patch_tags(text: &[u8]) -> Unwrapped {
     };
     if opens.len() > 1 {
         out.reasons.push(reason(
-            code::AMBIGUOUS_ENVELOPE,
+            ReasonCode::AmbiguousEnvelope,
             format!(
                 "`--extract patch-tags`: {} `<patch>` tags (lines {}); which one is the patch?",
                 opens.len(),
@@ -136,7 +130,7 @@ fn patch_tags(text: &[u8]) -> Unwrapped {
     }
     if close.is_none() {
         out.reasons.push(reason(
-            code::UNTERMINATED_ENVELOPE,
+            ReasonCode::UnterminatedEnvelope,
             format!(
                 "`<patch>` at line {} is never closed by `</patch>`: the answer was cut off",
                 open + 1
@@ -194,7 +188,7 @@ fn fence(text: &[u8]) -> Unwrapped {
             envelope: None,
             patch: Vec::new(),
             reasons: vec![reason(
-                code::MISSING_ENVELOPE,
+                ReasonCode::MissingEnvelope,
                 "`--extract fence`: no fenced block opens with ```diff",
             )],
         };
@@ -205,7 +199,7 @@ fn fence(text: &[u8]) -> Unwrapped {
     };
     if blocks.len() > 1 {
         out.reasons.push(reason(
-            code::AMBIGUOUS_ENVELOPE,
+            ReasonCode::AmbiguousEnvelope,
             format!(
                 "`--extract fence`: {} fenced diff blocks (lines {}); which one is the patch?",
                 blocks.len(),
@@ -223,7 +217,7 @@ fn fence(text: &[u8]) -> Unwrapped {
     }
     if close.is_none() {
         out.reasons.push(reason(
-            code::UNTERMINATED_ENVELOPE,
+            ReasonCode::UnterminatedEnvelope,
             format!(
                 "the fence opened at line {} is never closed: the answer was cut off",
                 open + 1
@@ -306,10 +300,10 @@ mod tests {
         let cut = format!("<patch>\n{DIFF}");
         let u = unwrap(cut.as_bytes(), Some(Extract::PatchTags));
         assert_eq!(u.patch, DIFF.as_bytes());
-        assert_eq!(u.reasons[0].code, code::UNTERMINATED_ENVELOPE);
+        assert_eq!(u.reasons[0].code, ReasonCode::UnterminatedEnvelope);
 
         let u = unwrap(DIFF.as_bytes(), Some(Extract::PatchTags));
-        assert_eq!(u.reasons[0].code, code::MISSING_ENVELOPE);
+        assert_eq!(u.reasons[0].code, ReasonCode::MissingEnvelope);
     }
 
     #[test]
@@ -328,10 +322,10 @@ mod tests {
         assert!(u.reasons.is_empty());
         let two = format!("```diff\n{DIFF}```\nand\n```diff\n{DIFF}```\n");
         let u = unwrap(two.as_bytes(), Some(Extract::Fence));
-        assert_eq!(u.reasons[0].code, code::AMBIGUOUS_ENVELOPE);
+        assert_eq!(u.reasons[0].code, ReasonCode::AmbiguousEnvelope);
         let open = format!("```diff\n{DIFF}");
         let u = unwrap(open.as_bytes(), Some(Extract::Fence));
-        assert_eq!(u.reasons[0].code, code::UNTERMINATED_ENVELOPE);
+        assert_eq!(u.reasons[0].code, ReasonCode::UnterminatedEnvelope);
         // A fence in a context line is indented by the diff's own prefix.
         let inner =
             "diff --git a/R.md b/R.md\n--- a/R.md\n+++ b/R.md\n@@ -1,2 +1,2 @@\n ```\n-a\n+b\n";

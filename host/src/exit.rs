@@ -77,6 +77,25 @@ impl ExitCode {
             ExitCode::Sysexit(s) => s.code(),
         }
     }
+
+    /// The outcome a process status names, read as a judgement reads it
+    /// (`check`, `batch`): where two outcomes share a number, the verdict's
+    /// (2 `Incomplete`, 3 `FixtureMismatch`, 5 `VerifyFailed`, 1
+    /// `Mismatch`). `None` for a number this tool never exits with.
+    /// `from_code(c.code())` is `Some` of an outcome with the same number
+    /// for every outcome `c`.
+    pub fn from_code(code: i32) -> Option<ExitCode> {
+        Some(match code {
+            0 => ExitCode::Ok,
+            1 => ExitCode::Mismatch,
+            2 => ExitCode::Incomplete,
+            3 => ExitCode::FixtureMismatch,
+            4 => ExitCode::Reject,
+            5 => ExitCode::VerifyFailed,
+            6 => ExitCode::CommandFailed,
+            n => ExitCode::Sysexit(Sysexit::from_code(n)?),
+        })
+    }
 }
 
 impl Sysexit {
@@ -89,6 +108,21 @@ impl Sysexit {
             Sysexit::CantCreate => 73,
             Sysexit::Io => 74,
         }
+    }
+
+    /// Every sysexits code this tool uses.
+    pub const ALL: [Sysexit; 6] = [
+        Sysexit::Usage,
+        Sysexit::Data,
+        Sysexit::NoInput,
+        Sysexit::Software,
+        Sysexit::CantCreate,
+        Sysexit::Io,
+    ];
+
+    /// The code whose number is `code`, if this tool uses it.
+    pub fn from_code(code: i32) -> Option<Sysexit> {
+        Sysexit::ALL.into_iter().find(|s| s.code() == code)
     }
 }
 
@@ -163,6 +197,40 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_exit_code_round_trips_through_its_number() {
+        let all = [
+            ExitCode::Ok,
+            ExitCode::Mismatch,
+            ExitCode::Incomplete,
+            ExitCode::OpenSpans,
+            ExitCode::FixtureMismatch,
+            ExitCode::NoMutation,
+            ExitCode::Reject,
+            ExitCode::VerifyFailed,
+            ExitCode::TraceForged,
+            ExitCode::CommandFailed,
+        ]
+        .into_iter()
+        .chain(Sysexit::ALL.map(ExitCode::Sysexit));
+        for c in all {
+            let back = ExitCode::from_code(c.code()).expect("a number this tool exits with");
+            assert_eq!(back.code(), c.code(), "{c:?}");
+        }
+        // The verdicts come back as themselves.
+        for c in [
+            ExitCode::Ok,
+            ExitCode::Incomplete,
+            ExitCode::FixtureMismatch,
+            ExitCode::Reject,
+        ] {
+            assert_eq!(ExitCode::from_code(c.code()), Some(c));
+        }
+        for n in [-1, 7, 63, 67, 71, 75, 255] {
+            assert_eq!(ExitCode::from_code(n), None, "{n}");
+        }
+    }
 
     #[test]
     fn no_operational_code_collides_with_a_judgement() {

@@ -293,7 +293,10 @@ mod tests {
             run_id: "run-001".into(),
             verdict: Verdict::Review,
             exit_code: 0,
-            reasons: vec![Reason::new("all_hold", "1 properties hold")],
+            reasons: vec![Reason::new(
+                crate::record::ReasonCode::AllHold,
+                "1 properties hold",
+            )],
             transcript_sha256: Some("1".repeat(64)),
             lock_sha256: Some("2".repeat(64)),
             properties_sha256: Some("3".repeat(64)),

@@ -117,9 +117,9 @@ fn a_test_glob_that_matches_no_tracked_file_is_a_warning() {
     assert!(out.stderr.contains("tests.globs"), "{}", out.stderr);
 }
 
-// The README's staged pipeline: `capture`, `lock --run`, `check`. The lock
-// hashed the working tree, which already held the agent's fixture edit,
-// and `check` trusted it: `review`.
+// The staged pipeline (docs/guide/getting-started.md): `capture`,
+// `lock --run`, `check`. The lock hashed the working tree, which already
+// held the agent's fixture edit, and `check` trusted it: `review`.
 #[test]
 fn a_lock_of_the_working_tree_is_not_trusted_for_the_base() {
     let repo = DemoRepo::new();

@@ -6,6 +6,7 @@ mod classify;
 mod cli;
 mod compile_cache;
 mod disabled_tests;
+mod docs_reference;
 mod evaluation;
 mod flake;
 mod fuzz_regressions;

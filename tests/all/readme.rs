@@ -1,15 +1,17 @@
-//! The README's plugin example is the crate `plugins/examples/no_todo`: the
-//! README shows it byte for byte, and it builds, loads and judges patches.
+//! The plugin guide's example (`docs/plugins.md`) is the crate
+//! `plugins/examples/no_todo`: the guide shows it byte for byte, and it
+//! builds, loads and judges patches.
 
 use crate::support::*;
 use std::path::Path;
 
-/// The fenced code blocks of the README section titled `title`, in order.
+/// The fenced code blocks of the plugin guide's (`docs/plugins.md`) section
+/// titled `title`, in order.
 fn blocks(title: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(fixtures().join("../README.md")).unwrap();
+    let readme = std::fs::read_to_string(fixtures().join("../docs/plugins.md")).unwrap();
     let start = readme
         .find(&format!("\n## {title}\n"))
-        .unwrap_or_else(|| panic!("no README section `{title}`"));
+        .unwrap_or_else(|| panic!("no section `{title}` in docs/plugins.md"));
     let section = &readme[start + 1..];
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let mut blocks = Vec::new();
@@ -28,7 +30,7 @@ fn block_after(blocks: &[String], first: &str) -> String {
     blocks
         .iter()
         .find_map(|b| b.strip_prefix(first)?.strip_prefix('\n'))
-        .unwrap_or_else(|| panic!("no README block starting with `{first}`"))
+        .unwrap_or_else(|| panic!("no docs/plugins.md block starting with `{first}`"))
         .to_string()
 }
 
@@ -43,7 +45,7 @@ fn the_readme_shows_the_example_crate_as_it_is() {
     assert_eq!(
         block_after(&blocks, "// src/lib.rs"),
         lib,
-        "the README's src/lib.rs differs from plugins/examples/no_todo/src/lib.rs"
+        "docs/plugins.md's src/lib.rs differs from plugins/examples/no_todo/src/lib.rs"
     );
     // The manifest from `[lib]` on: what a plugin author writes beyond
     // `[package]` (the crate's metadata and workspace keys are ours).
@@ -52,7 +54,7 @@ fn the_readme_shows_the_example_crate_as_it_is() {
     assert_eq!(
         block_after(&blocks, "# Cargo.toml"),
         tail,
-        "the README's Cargo.toml differs from plugins/examples/no_todo/Cargo.toml"
+        "docs/plugins.md's Cargo.toml differs from plugins/examples/no_todo/Cargo.toml"
     );
     // `path: "wit"` is literally the crate's `wit`: agent-ledger's own.
     assert_eq!(
@@ -63,7 +65,7 @@ fn the_readme_shows_the_example_crate_as_it_is() {
         blocks
             .iter()
             .any(|b| b.contains("target/wasm32-wasip2/release/no_todo.wasm")),
-        "the README's build commands name another artifact"
+        "docs/plugins.md's build commands name another artifact"
     );
 }
 
@@ -73,7 +75,7 @@ fn the_readme_example_misses_on_a_todo_and_holds_without_one() {
     let property = blocks
         .iter()
         .find(|b| b.starts_with("[[property]]\nname = \"no_todo\""))
-        .expect("the README's [[property]] block for no_todo");
+        .expect("docs/plugins.md's [[property]] block for no_todo");
     let dir = tempdir();
     let root = dir.path();
     write(
@@ -93,7 +95,7 @@ fn the_readme_example_misses_on_a_todo_and_holds_without_one() {
         "fn main() {\n    // TODO: say more\n    println!(\"hi\");\n}\n",
     );
     let good = diff_of(root, "fn main() {\n    println!(\"hello\");\n}\n");
-    // The README's configuration names the plugin and its known-bad patch.
+    // The guide's configuration names the plugin and its known-bad patch.
     write(
         &root.join("oracles/no_todo.wasm"),
         std::fs::read(component("no_todo")).unwrap(),

@@ -234,12 +234,13 @@ fn a_prediction_for_an_unknown_instance_is_an_error_naming_it() {
     );
 }
 
-/// The README's `swebench.toml` is a configuration `swebench import` reads.
+/// The guide's `swebench.toml` (`docs/guide/swebench.md`) is a configuration
+/// `swebench import` reads.
 #[test]
 fn the_readmes_import_configuration_loads() {
-    let readme = std::fs::read_to_string(fixtures().join("../README.md")).unwrap();
+    let readme = std::fs::read_to_string(fixtures().join("../docs/guide/swebench.md")).unwrap();
     let section = &readme[readme
-        .find("\n## Evaluate SWE-bench predictions\n")
+        .find("# Evaluate SWE-bench predictions\n")
         .expect("the section")..];
     let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
     let toml = &section[start..start + section[start..].find("```").unwrap()];

@@ -705,8 +705,9 @@ fn memory_in_a_nested_pid_namespace_counts_towards_the_cap() {
 #[test]
 fn detached_system_v_shared_memory_counts_towards_the_cap_as_root() {
     if !host_root() {
-        // Only root may join the sandbox's IPC namespace to see it: a
-        // stated limit (SECURITY.md), not something this test can check.
+        // Only root may join the sandbox's IPC namespace to see it: a stated
+        // limit (docs/design/threat-model.md), not something this test can
+        // check.
         return;
     }
     let hog = "import ctypes, time; libc = ctypes.CDLL(None); libc.shmat.restype = ctypes.c_void_p; n = 300 << 20; i = libc.shmget(0, n, 0o1600); a = libc.shmat(i, None, 0); ctypes.memset(a, 1, n); libc.shmdt(ctypes.c_void_p(a))";

@@ -15,6 +15,7 @@ use crate::exit::{Error, Result};
 use crate::input::BODY_CAP;
 use crate::ledger::{Growing, Ledger, RunId, write_new};
 use crate::provider::{self, Provider};
+use crate::record::ReasonCode;
 use crate::record::{HttpExchange, Reason, TranscriptReceipt};
 use std::io::Read;
 use std::path::Path;
@@ -24,25 +25,12 @@ mod settings;
 
 pub use settings::{Flags, Settings, settings};
 
-/// Reason codes only a live capture finds: they are about the exchange,
-/// not the bytes, so a re-judgement of the stored body keeps them as
-/// recorded (`check_exchange`).
-pub mod code {
-    /// The connection failed, timed out or closed before the whole
-    /// response arrived; the bytes that did arrive are the stored response.
-    pub const TRANSPORT_ERROR: &str = "transport_error";
-    /// The server answered with a status other than 2xx; the message
-    /// carries the error payload's own message when it has one.
-    pub const HTTP_STATUS: &str = "http_status";
-    /// The server sent the API key back (a reflecting proxy, an error that
-    /// quotes it). Every copy is stored masked with `*`, so the stored
-    /// response is not byte for byte what arrived, and the key should be
-    /// rotated.
-    pub const API_KEY_ECHOED: &str = "api_key_echoed";
-
-    /// Every code above, in the order they lead a receipt's reasons.
-    pub const ALL: [&str; 3] = [HTTP_STATUS, TRANSPORT_ERROR, API_KEY_ECHOED];
-}
+/// The live-capture reason codes, in the order they lead a receipt's reasons.
+const LIVE_CODES: [ReasonCode; 3] = [
+    ReasonCode::HttpStatus,
+    ReasonCode::TransportError,
+    ReasonCode::ApiKeyEchoed,
+];
 
 /// The environment variable `--max-tokens` defaults to.
 pub const TOKEN_BUDGET_ENV: &str = "MODEL_TOKEN_BUDGET";
@@ -285,16 +273,16 @@ pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
     let mut reasons = Vec::new();
     if let Some(status) = received.status.filter(|s| !(200..300).contains(s)) {
         reasons.push(Reason::new(
-            code::HTTP_STATUS,
+            ReasonCode::HttpStatus,
             status_message(status, &received.body),
         ));
     }
     if let Some(message) = received.transport_error {
-        reasons.push(Reason::new(code::TRANSPORT_ERROR, message));
+        reasons.push(Reason::new(ReasonCode::TransportError, message));
     }
     if received.key_echoed > 0 {
         reasons.push(Reason::new(
-            code::API_KEY_ECHOED,
+            ReasonCode::ApiKeyEchoed,
             format!(
                 "the server sent the API key back ({} copies, literal, escaped or split across events); each is stored masked with `*`{}: rotate the key",
                 received.key_echoed,
@@ -533,7 +521,7 @@ fn status_message(status: u16, body: &[u8]) -> String {
 }
 
 /// Checks a receipt's `http` field against its reasons and returns how
-/// many leading reasons are the exchange's own (`code::ALL`), which a
+/// many leading reasons are the exchange's own (`LIVE_CODES`), which a
 /// re-judgement of the bytes cannot find.
 /// The stored request must be intact, the format must be the provider's,
 /// and `http_status` must be there exactly when the status is not 2xx.
@@ -541,7 +529,7 @@ pub(super) fn check_exchange(path: &Path, receipt: &TranscriptReceipt) -> Result
     let leading = receipt
         .reasons
         .iter()
-        .take_while(|r| code::ALL.contains(&r.code.as_str()))
+        .take_while(|r| LIVE_CODES.contains(&r.code))
         .count();
     let Some(http) = &receipt.http else {
         return match receipt.reasons.first() {
@@ -572,17 +560,17 @@ pub(super) fn check_exchange(path: &Path, receipt: &TranscriptReceipt) -> Result
             "field `format` is not the format of `http.provider` and `http.stream`",
         ));
     }
-    let count = |c: &str| {
+    let count = |c: ReasonCode| {
         receipt.reasons[..leading]
             .iter()
             .filter(|r| r.code == c)
             .count()
     };
     let failed_status = http.status.is_some_and(|s| !(200..300).contains(&s));
-    let transport = count(code::TRANSPORT_ERROR);
-    if count(code::HTTP_STATUS) != usize::from(failed_status)
+    let transport = count(ReasonCode::TransportError);
+    if count(ReasonCode::HttpStatus) != usize::from(failed_status)
         || transport > 1
-        || count(code::API_KEY_ECHOED) > 1
+        || count(ReasonCode::ApiKeyEchoed) > 1
         || (http.status.is_none() && transport == 0)
     {
         return Err(Error::data(

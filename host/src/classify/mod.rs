@@ -17,6 +17,7 @@ use crate::capture::check_receipt;
 use crate::exit::Result;
 use crate::ledger::{Loaded, RunId, check_link, check_run};
 use crate::lock::check_consistent;
+use crate::record::ReasonCode;
 use crate::record::{
     FixtureLock, Outcome, PropertyRecord, Reason, SCHEMA, TokenLedger, TranscriptReceipt, Verdict,
     VerdictRecord,
@@ -88,7 +89,7 @@ fn endpoint_calls(p: &PropertyRecord, t: Option<&TranscriptReceipt>) -> Vec<Reas
     for (who, ids) in seen {
         for id in crate::completion_ids::foreign(ids, captured) {
             reasons.push(Reason::new(
-                ENDPOINT_COUPLED,
+                ReasonCode::EndpointCoupled,
                 format!(
                     "{who} printed completion id `{id}`, not the captured completion{}: the replay talked to a model",
                     captured.map_or(String::new(), |c| format!(" `{c}`"))
@@ -98,9 +99,6 @@ fn endpoint_calls(p: &PropertyRecord, t: Option<&TranscriptReceipt>) -> Vec<Reas
     }
     reasons
 }
-
-/// The reason code of a replay that talked to a model.
-pub const ENDPOINT_COUPLED: &str = "endpoint_coupled";
 
 fn check_chain(run: &RunId, r: &Records) -> Result<()> {
     if let Some(t) = &r.transcript {
@@ -149,7 +147,7 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
         return (
             Verdict::Incomplete,
             vec![Reason::new(
-                "transcript_missing",
+                ReasonCode::TranscriptMissing,
                 "no transcript receipt: nothing was captured",
             )],
         );
@@ -161,7 +159,7 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
         return (
             Verdict::FixtureMismatch,
             vec![Reason::new(
-                "lock_missing",
+                ReasonCode::LockMissing,
                 "no fixture lock: the fixtures the checks read were never locked",
             )],
         );
@@ -169,14 +167,17 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
     if lock.record.count == 0 && lock.record.evaluation.is_none() && lock.record.none.is_none() {
         return (
             Verdict::FixtureMismatch,
-            vec![Reason::new("lock_empty", "the fixture lock holds no files")],
+            vec![Reason::new(
+                ReasonCode::LockEmpty,
+                "the fixture lock holds no files",
+            )],
         );
     }
     let Some(p) = &r.properties else {
         return (
             Verdict::Reject,
             vec![Reason::new(
-                "properties_missing",
+                ReasonCode::PropertiesMissing,
                 "no property record: the properties never ran",
             )],
         );
@@ -191,7 +192,7 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
         ] {
             for path in paths {
                 reasons.push(Reason::new(
-                    "fixture_drift",
+                    ReasonCode::FixtureDrift,
                     format!("fixture `{path}` {kind} by the patch"),
                 ));
             }
@@ -208,7 +209,7 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
         return (
             Verdict::Reject,
             vec![Reason::new(
-                "no_properties",
+                ReasonCode::NoProperties,
                 "the property record lists no property",
             )],
         );
@@ -234,15 +235,15 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
         match prop.outcome {
             Outcome::Holds => {}
             Outcome::Miss => reasons.push(Reason::new(
-                "property_miss",
+                ReasonCode::PropertyMiss,
                 format!("property `{}` missed: {}", prop.name, why()),
             )),
             Outcome::Error => reasons.push(Reason::new(
-                "property_error",
+                ReasonCode::PropertyError,
                 format!("property `{}` failed to run: {}", prop.name, why()),
             )),
             Outcome::Vacuous => reasons.push(Reason::new(
-                "property_vacuous",
+                ReasonCode::PropertyVacuous,
                 format!("property `{}` is vacuous: {}", prop.name, why()),
             )),
         }
@@ -252,7 +253,7 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
         (
             Verdict::Review,
             vec![Reason::new(
-                "all_hold",
+                ReasonCode::AllHold,
                 format!("transcript complete, fixtures locked and unchanged, {n} properties hold"),
             )],
         )

@@ -157,18 +157,12 @@ impl BatchArgs {
             let status = replays.status().map_err(|e| {
                 crate::exit::Error::Internal(format!("cannot run the replays: {e}"))
             })?;
-            return Ok(match status.code() {
-                Some(0) => ExitCode::Ok,
-                Some(2) => ExitCode::Incomplete,
-                Some(3) => ExitCode::FixtureMismatch,
-                Some(4) => ExitCode::Reject,
-                Some(65) => ExitCode::Sysexit(crate::exit::Sysexit::Data),
-                Some(66) => ExitCode::Sysexit(crate::exit::Sysexit::NoInput),
-                Some(73) => ExitCode::Sysexit(crate::exit::Sysexit::CantCreate),
-                Some(74) => ExitCode::Sysexit(crate::exit::Sysexit::Io),
-                Some(64) => ExitCode::Sysexit(crate::exit::Sysexit::Usage),
-                _ => ExitCode::Sysexit(crate::exit::Sysexit::Software),
-            });
+            // The replay half's status, as itself; a signal or a number this
+            // tool never exits with is an internal failure.
+            return Ok(status
+                .code()
+                .and_then(ExitCode::from_code)
+                .unwrap_or(ExitCode::Sysexit(crate::exit::Sysexit::Software)));
         }
         // No live capture (or this is the replay half): leave the network
         // now, while this process has one thread.

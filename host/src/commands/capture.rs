@@ -551,12 +551,16 @@ fn human(receipt: &TranscriptReceipt) -> String {
         text.push_str(&format!("  strip: -p{}\n", receipt.strip));
     }
     for r in &receipt.reasons {
-        text.push_str(&format!("  - {}: {}\n", inert(&r.code), inert(&r.message)));
+        text.push_str(&format!(
+            "  - {}: {}\n",
+            inert(r.code.as_str()),
+            inert(&r.message)
+        ));
     }
     for n in &receipt.notes {
         text.push_str(&format!(
             "  note {}: {}\n",
-            inert(&n.code),
+            inert(n.code.as_str()),
             inert(&n.message)
         ));
     }

@@ -10,34 +10,12 @@ mod hunks;
 mod parser;
 mod paths;
 
+use crate::record::ReasonCode;
 use parser::Parser;
 pub use paths::header_paths;
 
 use crate::record::Reason;
 use std::io::Read;
-
-/// Stable reason codes produced here.
-pub mod code {
-    pub const EMPTY_BODY: &str = "empty_body";
-    pub const NOT_A_DIFF: &str = "not_a_diff";
-    pub const MARKDOWN_FENCED: &str = "markdown_fenced";
-    pub const JSON_PAYLOAD: &str = "json_payload";
-    pub const CHAT_PREAMBLE: &str = "chat_preamble";
-    pub const TRAILING_TEXT: &str = "trailing_text";
-    pub const MALFORMED_FILE_HEADER: &str = "malformed_file_header";
-    pub const MALFORMED_HUNK_HEADER: &str = "malformed_hunk_header";
-    pub const HUNK_TRUNCATED: &str = "hunk_truncated";
-    pub const HUNK_COUNT_MISMATCH: &str = "hunk_count_mismatch";
-    pub const EMPTY_FILE_SECTION: &str = "empty_file_section";
-    pub const BINARY_WITHOUT_DATA: &str = "binary_without_data";
-    pub const BINARY_TRUNCATED: &str = "binary_truncated";
-    pub const BINARY_TOO_LARGE: &str = "binary_too_large";
-    pub const UNTERMINATED_LINE: &str = "unterminated_line";
-}
-
-/// The note left when a hunk is followed by one blank context line past
-/// its counts.
-pub const SURPLUS_BLANK_CONTEXT: &str = "surplus_blank_context";
 
 /// What a valid diff contains.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -79,7 +57,7 @@ pub fn analyze(patch: &[u8]) -> Analysis {
     };
     if patch.iter().all(|b| b.is_ascii_whitespace()) {
         analysis.reasons.push(Reason::new(
-            code::EMPTY_BODY,
+            ReasonCode::EmptyBody,
             "the body is empty or only whitespace",
         ));
         return analysis;
@@ -117,7 +95,7 @@ pub fn analyze(patch: &[u8]) -> Analysis {
     analysis.strip = parser.strip_level();
     if !patch.ends_with(b"\n") && !whole_index_line(lines[lines.len() - 1]) {
         parser.reasons.push(Reason::new(
-            code::UNTERMINATED_LINE,
+            ReasonCode::UnterminatedLine,
             format!(
                 "line {} has no newline: the body was cut off mid-line",
                 lines.len()
@@ -195,20 +173,20 @@ fn check_start(lines: &[&[u8]], first: usize) -> Start {
     let trimmed = lines[first].trim_ascii_start();
     if trimmed.starts_with(b"{") || trimmed.starts_with(b"[") {
         return Start::Refused(Reason::new(
-            code::JSON_PAYLOAD,
+            ReasonCode::JsonPayload,
             "the body is a JSON document (an error payload?), not a diff",
         ));
     }
     let Some(at) = (first..lines.len()).find(|&i| is_file_start(lines, i)) else {
         return Start::Refused(Reason::new(
-            code::NOT_A_DIFF,
+            ReasonCode::NotADiff,
             "the body contains no diff file header",
         ));
     };
     if is_fence(lines[first]) {
         return Start::Preamble(
             Reason::new(
-                code::MARKDOWN_FENCED,
+                ReasonCode::MarkdownFenced,
                 "the diff is wrapped in a markdown code fence",
             ),
             at,
@@ -230,7 +208,7 @@ fn check_start(lines: &[&[u8]], first: usize) -> Start {
     };
     Start::Preamble(
         Reason::new(
-            code::CHAT_PREAMBLE,
+            ReasonCode::ChatPreamble,
             format!("{text} line(s) of text{blank} precede the first file header"),
         ),
         at,

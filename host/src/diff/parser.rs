@@ -3,6 +3,7 @@
 
 use super::hunks::*;
 use super::*;
+use crate::record::ReasonCode;
 
 pub(super) struct Parser<'a> {
     pub(super) lines: &'a [&'a [u8]],
@@ -103,7 +104,7 @@ impl<'a> Parser<'a> {
         self.i + 1
     }
 
-    pub(super) fn err(&self, code: &str, msg: impl Into<String>) -> Reason {
+    pub(super) fn err(&self, code: ReasonCode, msg: impl Into<String>) -> Reason {
         Reason::new(code, format!("line {}: {}", self.lineno(), msg.into()))
     }
 
@@ -127,7 +128,7 @@ impl<'a> Parser<'a> {
                 self.plain_section()
             } else if line.starts_with(b"@@") {
                 Err(self.err(
-                    code::HUNK_COUNT_MISMATCH,
+                    ReasonCode::HunkCountMismatch,
                     "hunk header follows a complete hunk, or a hunk has more lines than its header declares",
                 ))
             } else if line.trim_ascii().is_empty() {
@@ -143,13 +144,13 @@ impl<'a> Parser<'a> {
                     l.starts_with(b"@@") || matches!(l.first(), Some(b' ' | b'+' | b'-'))
                 }) {
                     Err(self.err(
-                        code::HUNK_COUNT_MISMATCH,
+                        ReasonCode::HunkCountMismatch,
                         "a blank line, then hunk lines beyond the line counts of the hunk before it",
                     ))
                 } else {
                     self.i += blank;
                     Err(self.err(
-                        code::TRAILING_TEXT,
+                        ReasonCode::TrailingText,
                         format!(
                             "text after the diff: `{}`",
                             show(next.copied().unwrap_or(b""))
@@ -158,7 +159,7 @@ impl<'a> Parser<'a> {
                 }
             } else if matches!(line.first(), Some(b' ' | b'+' | b'-')) {
                 Err(self.err(
-                    code::HUNK_COUNT_MISMATCH,
+                    ReasonCode::HunkCountMismatch,
                     format!(
                         "`{}` is beyond the line counts of the hunk before it",
                         show(line)
@@ -169,7 +170,7 @@ impl<'a> Parser<'a> {
                 break;
             } else {
                 Err(self.err(
-                    code::TRAILING_TEXT,
+                    ReasonCode::TrailingText,
                     format!("text after the diff: `{}`", show(line)),
                 ))
             };
@@ -180,7 +181,7 @@ impl<'a> Parser<'a> {
         }
         if self.summary.files == 0 && self.reasons.is_empty() {
             self.reasons.push(Reason::new(
-                code::NOT_A_DIFF,
+                ReasonCode::NotADiff,
                 "the body contains no file section",
             ));
         }
@@ -209,7 +210,7 @@ impl<'a> Parser<'a> {
         }
         if self.hunks()? == 0 {
             return Err(Reason::new(
-                code::EMPTY_FILE_SECTION,
+                ReasonCode::EmptyFileSection,
                 format!("line {start}: file section has no hunks"),
             ));
         }
@@ -268,7 +269,7 @@ impl<'a> Parser<'a> {
         };
         let Some(strip) = strip else {
             return Err(Reason::new(
-                code::MALFORMED_FILE_HEADER,
+                ReasonCode::MalformedFileHeader,
                 format!(
                     "line {start}: `{}` does not name the same path twice behind a prefix (`diff --git a/PATH b/PATH`, or with --no-prefix `diff --git PATH PATH`)",
                     show(line)
@@ -279,7 +280,7 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some(line) if line.starts_with(b"Binary files ") => {
                 return Err(self.err(
-                    code::BINARY_WITHOUT_DATA,
+                    ReasonCode::BinaryWithoutData,
                     "`Binary files ... differ` carries no binary data; the patch cannot be applied",
                 ));
             }
@@ -291,7 +292,7 @@ impl<'a> Parser<'a> {
                 self.file_headers()?;
                 if self.hunks()? == 0 {
                     return Err(Reason::new(
-                        code::EMPTY_FILE_SECTION,
+                        ReasonCode::EmptyFileSection,
                         format!("line {start}: file section has no hunks"),
                     ));
                 }
@@ -299,7 +300,7 @@ impl<'a> Parser<'a> {
             _ => {
                 if !header.complete_without_content() {
                     return Err(Reason::new(
-                        code::EMPTY_FILE_SECTION,
+                        ReasonCode::EmptyFileSection,
                         format!(
                             "line {start}: file section has neither hunks nor a complete rename, copy, mode or binary payload"
                         ),
@@ -320,7 +321,7 @@ impl<'a> Parser<'a> {
         };
         if let Some(&(line, other)) = self.strips.iter().find(|(_, p)| *p != first) {
             self.reasons.push(Reason::new(
-                code::MALFORMED_FILE_HEADER,
+                ReasonCode::MalformedFileHeader,
                 format!(
                     "the file headers need different strip levels (line {first_line}: -p{first}, line {line}: -p{other}); one `git apply` cannot apply them"
                 ),
@@ -340,11 +341,11 @@ impl<'a> Parser<'a> {
                 Ok((old, paths::file_header_name(&line[4..])))
             }
             Some(line) => Err(self.err(
-                code::MALFORMED_FILE_HEADER,
+                ReasonCode::MalformedFileHeader,
                 format!("expected `+++ NEW` after `---`, found `{}`", show(line)),
             )),
             None => Err(self.err(
-                code::MALFORMED_FILE_HEADER,
+                ReasonCode::MalformedFileHeader,
                 "the body ends after `---` with no `+++` line",
             )),
         }
@@ -359,7 +360,7 @@ impl<'a> Parser<'a> {
             }
             let (mut old, mut new) = parse_hunk_header(line).ok_or_else(|| {
                 self.err(
-                    code::MALFORMED_HUNK_HEADER,
+                    ReasonCode::MalformedHunkHeader,
                     format!("`{}` is not `@@ -a,b +c,d @@`", show(line)),
                 )
             })?;
@@ -368,7 +369,7 @@ impl<'a> Parser<'a> {
             while old > 0 || new > 0 {
                 let Some(line) = self.peek() else {
                     return Err(Reason::new(
-                        code::HUNK_TRUNCATED,
+                        ReasonCode::HunkTruncated,
                         format!(
                             "line {header_line}: hunk ends early: {old} old and {new} new line(s) missing at the end of the body"
                         ),
@@ -381,7 +382,7 @@ impl<'a> Parser<'a> {
                     Some(b'\\') => (0, 0),
                     _ => {
                         return Err(self.err(
-                            code::HUNK_COUNT_MISMATCH,
+                            ReasonCode::HunkCountMismatch,
                             format!(
                                 "hunk at line {header_line} still expects {old} old and {new} new line(s), found `{}`",
                                 show(line)
@@ -391,7 +392,7 @@ impl<'a> Parser<'a> {
                 };
                 if o > old || w > new {
                     return Err(self.err(
-                        code::HUNK_COUNT_MISMATCH,
+                        ReasonCode::HunkCountMismatch,
                         format!(
                             "hunk at line {header_line} has more lines than its header declares"
                         ),
@@ -413,7 +414,7 @@ impl<'a> Parser<'a> {
                 && (is_file_start(self.lines, self.i + blank) || self.i + blank == self.lines.len())
             {
                 self.notes.push(self.err(
-                    SURPLUS_BLANK_CONTEXT,
+                    ReasonCode::SurplusBlankContext,
                     format!(
                         "{blank} blank context line(s) past the counts of the hunk at line {header_line} (git apply ignores them)"
                     ),
@@ -443,7 +444,7 @@ impl<'a> Parser<'a> {
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| {
                     self.err(
-                        code::BINARY_TRUNCATED,
+                        ReasonCode::BinaryTruncated,
                         format!("bad binary block size `{}`", show(line)),
                     )
                 })?;
@@ -451,7 +452,7 @@ impl<'a> Parser<'a> {
             self.binary_declared = self.binary_declared.saturating_add(size);
             if self.binary_declared > BINARY_DECLARED_CAP {
                 return Err(Reason::new(
-                    code::BINARY_TOO_LARGE,
+                    ReasonCode::BinaryTooLarge,
                     format!(
                         "line {block_line}: binary blocks declare {} bytes in all, past the cap of {} MiB",
                         self.binary_declared,
@@ -464,7 +465,7 @@ impl<'a> Parser<'a> {
             loop {
                 let Some(line) = self.peek() else {
                     return Err(Reason::new(
-                        code::BINARY_TRUNCATED,
+                        ReasonCode::BinaryTruncated,
                         format!(
                             "line {block_line}: binary block is cut off (no blank line ends it)"
                         ),
@@ -476,7 +477,7 @@ impl<'a> Parser<'a> {
                 }
                 decode_base85_line(line, &mut data).ok_or_else(|| {
                     Reason::new(
-                        code::BINARY_TRUNCATED,
+                        ReasonCode::BinaryTruncated,
                         format!("line {}: malformed or cut-off binary data line", self.i),
                     )
                 })?;
@@ -489,7 +490,7 @@ impl<'a> Parser<'a> {
             );
             if !matches!(inflated, Ok(n) if n == size) {
                 return Err(Reason::new(
-                    code::BINARY_TRUNCATED,
+                    ReasonCode::BinaryTruncated,
                     format!(
                         "line {block_line}: binary block does not inflate to its declared {size} bytes"
                     ),
@@ -499,7 +500,7 @@ impl<'a> Parser<'a> {
         }
         if blocks == 0 {
             return Err(Reason::new(
-                code::BINARY_TRUNCATED,
+                ReasonCode::BinaryTruncated,
                 format!("line {start}: `GIT binary patch` has no literal or delta block"),
             ));
         }

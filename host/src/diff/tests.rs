@@ -11,6 +11,7 @@ mod unit {
 
 mod shape_tests {
     use super::super::*;
+    use crate::record::ReasonCode;
 
     const HUNK: &str = "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n";
 
@@ -24,7 +25,7 @@ mod shape_tests {
         latin1[22] = b'x'; // `@@ -1 +x @@`
         assert_eq!(
             analyze(&latin1).reasons[0].code,
-            code::MALFORMED_HUNK_HEADER
+            ReasonCode::MalformedHunkHeader
         );
     }
 
@@ -38,12 +39,12 @@ mod shape_tests {
         let before_hunk = format!("{HUNK}\n@@ -5 +5 @@\n-x\n+y\n");
         assert_eq!(
             analyze(before_hunk.as_bytes()).reasons[0].code,
-            code::HUNK_COUNT_MISMATCH
+            ReasonCode::HunkCountMismatch
         );
         let before_change = format!("{HUNK}\n+lost\n");
         assert_eq!(
             analyze(before_change.as_bytes()).reasons[0].code,
-            code::HUNK_COUNT_MISMATCH
+            ReasonCode::HunkCountMismatch
         );
     }
 
@@ -73,7 +74,10 @@ mod shape_tests {
             .collect();
         assert_eq!(
             codes,
-            [code::HUNK_COUNT_MISMATCH, code::MALFORMED_HUNK_HEADER]
+            [
+                ReasonCode::HunkCountMismatch,
+                ReasonCode::MalformedHunkHeader
+            ]
         );
     }
 }

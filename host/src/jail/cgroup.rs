@@ -7,7 +7,7 @@
 //! host's sampling of `/proc` (`jail::accounting::Members`) can be outrun. The
 //! sampling stays as the second line, and the only one elsewhere (cgroup
 //! v2 needs a delegated subtree and a process of its own to move; see
-//! SECURITY.md).
+//! docs/design/threat-model.md, "Known limits").
 //!
 //! The command's first process is born in the cgroup: the thread that
 //! forks it moves itself in first and back out after (v1 lets threads of

@@ -18,7 +18,11 @@ pub fn verdict(verdict: &VerdictRecord) -> String {
         inert(&verdict.run_id)
     );
     for r in &verdict.reasons {
-        text.push_str(&format!("  - {}: {}\n", inert(&r.code), inert(&r.message)));
+        text.push_str(&format!(
+            "  - {}: {}\n",
+            inert(r.code.as_str()),
+            inert(&r.message)
+        ));
     }
     text
 }

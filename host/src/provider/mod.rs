@@ -5,15 +5,9 @@
 //! Only capture reads these. The one place that calls a model is
 //! `capture::live`; this module only reads bytes already received.
 
+use crate::record::ReasonCode;
 use crate::record::{Reason, TokenUsage};
 use serde_json::{Map, Value};
-
-pub mod code {
-    pub const PROVIDER_TRUNCATED: &str = "provider_truncated";
-    pub const PROVIDER_ERROR: &str = "provider_error";
-    pub const PROVIDER_UNFINISHED: &str = "provider_unfinished";
-    pub const MALFORMED_RESPONSE: &str = "malformed_response";
-}
 
 /// How a captured body is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -174,7 +168,7 @@ fn anthropic_usage(u: &Value) -> Option<TokenUsage> {
 }
 
 fn malformed(msg: impl Into<String>) -> Reason {
-    Reason::new(code::MALFORMED_RESPONSE, msg)
+    Reason::new(ReasonCode::MalformedResponse, msg)
 }
 
 fn json_then(body: &[u8], f: fn(&Value, &mut Extracted)) -> Extracted {
@@ -209,7 +203,7 @@ fn error_reason(error: &Value) -> Reason {
         .map(str::to_string)
         .unwrap_or_else(|| error.to_string());
     Reason::new(
-        code::PROVIDER_ERROR,
+        ReasonCode::ProviderError,
         format!("the provider returned an error: {msg}"),
     )
 }
@@ -238,15 +232,15 @@ fn finish_reason(reason: Option<&Value>, field: &str, out: &mut Extracted) {
     match reason.and_then(Value::as_str) {
         Some("stop") => {}
         Some("length") => out.reasons.push(Reason::new(
-            code::PROVIDER_TRUNCATED,
+            ReasonCode::ProviderTruncated,
             format!("`{field}` is `length`: the model hit its token limit"),
         )),
         Some(other) => out.reasons.push(Reason::new(
-            code::PROVIDER_UNFINISHED,
+            ReasonCode::ProviderUnfinished,
             format!("`{field}` is `{other}`, not `stop`"),
         )),
         None => out.reasons.push(Reason::new(
-            code::PROVIDER_UNFINISHED,
+            ReasonCode::ProviderUnfinished,
             format!("`{field}` is missing: the response never finished"),
         )),
     }
@@ -295,12 +289,12 @@ fn responses_outcome(v: &Value, out: &mut Extracted) {
                 .and_then(Value::as_str)
                 .unwrap_or("unknown");
             out.reasons.push(Reason::new(
-                code::PROVIDER_TRUNCATED,
+                ReasonCode::ProviderTruncated,
                 format!("`status` is `incomplete` (reason: {why})"),
             ));
         }
         Some(other) => out.reasons.push(Reason::new(
-            code::PROVIDER_UNFINISHED,
+            ReasonCode::ProviderUnfinished,
             format!("`status` is `{other}`, not `completed`"),
         )),
         None => out.reasons.push(malformed("field `status` is missing")),
@@ -333,15 +327,15 @@ fn stop_reason(reason: Option<&Value>, out: &mut Extracted) {
     match reason.and_then(Value::as_str) {
         Some("end_turn") | Some("stop_sequence") => {}
         Some("max_tokens") => out.reasons.push(Reason::new(
-            code::PROVIDER_TRUNCATED,
+            ReasonCode::ProviderTruncated,
             "`stop_reason` is `max_tokens`: the model hit its token limit",
         )),
         Some(other) => out.reasons.push(Reason::new(
-            code::PROVIDER_UNFINISHED,
+            ReasonCode::ProviderUnfinished,
             format!("`stop_reason` is `{other}`, not `end_turn`"),
         )),
         None => out.reasons.push(Reason::new(
-            code::PROVIDER_UNFINISHED,
+            ReasonCode::ProviderUnfinished,
             "`stop_reason` is missing: the message never finished",
         )),
     }
@@ -432,7 +426,7 @@ fn openai_sse(body: &[u8]) -> Extracted {
     out.patch = text.into_bytes();
     if !done {
         out.reasons.push(Reason::new(
-            code::PROVIDER_TRUNCATED,
+            ReasonCode::ProviderTruncated,
             "the stream has no `data: [DONE]`: it was cut off",
         ));
     }
@@ -499,7 +493,7 @@ fn anthropic_sse(body: &[u8]) -> Extracted {
     out.usage = counts.and_then(|c| anthropic_usage(&Value::Object(c)));
     if !stopped {
         out.reasons.push(Reason::new(
-            code::PROVIDER_TRUNCATED,
+            ReasonCode::ProviderTruncated,
             "the stream has no `message_stop` event: it was cut off",
         ));
     }
@@ -576,7 +570,7 @@ fn openai_responses_sse(body: &[u8]) -> Extracted {
     match last {
         Some(response) => responses_outcome(&response, &mut out),
         None => out.reasons.push(Reason::new(
-            code::PROVIDER_TRUNCATED,
+            ReasonCode::ProviderTruncated,
             "the stream has no `response.completed`, `response.incomplete` or `response.failed` event: it was cut off",
         )),
     }

@@ -4,7 +4,7 @@
 //! one), `record` (which kind of record it is, so one cannot be passed off as
 //! another) and `run_id`. Each record names the sha256 of the records it
 //! builds on, so a chain cannot be mixed across runs or rewritten. Field
-//! meanings are documented on the fields and in `docs/records.md`.
+//! meanings are documented on the fields and in `docs/reference/records.md`.
 //!
 //! Serialisation is deterministic: fields in declaration order, lists sorted
 //! by their producer, maps as `BTreeMap`.
@@ -12,7 +12,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod reason;
 mod testing;
+pub use reason::ReasonCode;
 pub use testing::{
     BaselineRun, Evaluation, RequiredOutcome, RequiredTests, TestRun, TestTransitions,
 };
@@ -29,14 +31,14 @@ pub trait Record: Serialize + for<'de> Deserialize<'de> {
 /// A judgement with a stable machine code and a sentence for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reason {
-    pub code: String,
+    pub code: ReasonCode,
     pub message: String,
 }
 
 impl Reason {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
+    pub fn new(code: ReasonCode, message: impl Into<String>) -> Self {
         Reason {
-            code: code.to_string(),
+            code,
             message: message.into(),
         }
     }

@@ -223,7 +223,7 @@ fn trial(h: &mut String, t: &Trial) {
             let _ = writeln!(
                 h,
                 "<li><code>{}</code> {}</li>",
-                escape(&r.code),
+                escape(r.code.as_str()),
                 escape(&r.message)
             );
         }

@@ -49,7 +49,7 @@ fn verdict_case(t: &Trial) -> TestCase {
     let reasons = t
         .reasons
         .iter()
-        .map(|r| format!("{}: {}", text(&r.code), text(&r.message)))
+        .map(|r| format!("{}: {}", text(r.code.as_str()), text(&r.message)))
         .collect::<Vec<_>>()
         .join("\n");
     let status = match t.status {

@@ -21,6 +21,7 @@ pub mod sarif;
 use crate::chain;
 use crate::exit::{Error, Result};
 use crate::ledger::{Ledger, RunId};
+use crate::record::ReasonCode;
 use crate::record::{Finding, Outcome, PropertyResult, Reason, Verdict};
 use serde::Serialize;
 use std::io::Write;
@@ -31,9 +32,6 @@ pub const SCHEMA: u32 = 1;
 
 /// How many trials the "slowest" list keeps.
 pub const SLOWEST: usize = 10;
-
-/// The reason code of a run whose records cannot be trusted.
-pub const BROKEN_CHAIN: &str = "broken_chain";
 
 /// Where a run stands in the report: its verdict, or why it has none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
@@ -153,7 +151,7 @@ impl Trial {
         Trial {
             run_id: run_id.to_string(),
             status: Status::Broken,
-            reasons: vec![Reason::new(BROKEN_CHAIN, why)],
+            reasons: vec![Reason::new(ReasonCode::BrokenChain, why)],
             properties: Vec::new(),
             patched: Vec::new(),
             about: About::default(),

@@ -500,7 +500,7 @@ mod tests {
             of("cut")[0]["message"]["text"]
                 .as_str()
                 .unwrap()
-                .contains("incomplete: truncated_hunk"),
+                .contains("incomplete: hunk_truncated"),
         );
     }
 

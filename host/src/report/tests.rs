@@ -1,6 +1,7 @@
 //! Unit tests of `report` (kept apart so the module itself stays one job).
 
 use super::*;
+use crate::record::ReasonCode;
 use std::collections::BTreeMap;
 
 pub fn property(name: &str, outcome: Outcome, findings: Vec<Finding>) -> PropertyResult {
@@ -40,7 +41,10 @@ pub fn trials() -> Vec<Trial> {
         Trial {
             run_id: "good".into(),
             status: Status::Review,
-            reasons: vec![Reason::new("properties_hold", "every property holds")],
+            reasons: vec![Reason::new(
+                crate::record::ReasonCode::AllHold,
+                "every property holds",
+            )],
             properties: vec![property("tests_not_deleted", Outcome::Holds, vec![])],
             patched: vec!["src/retry.py".into()],
             about: About {
@@ -55,7 +59,10 @@ pub fn trials() -> Vec<Trial> {
         Trial {
             run_id: "bad".into(),
             status: Status::Reject,
-            reasons: vec![Reason::new("property_miss", "`tests_not_deleted` missed")],
+            reasons: vec![Reason::new(
+                ReasonCode::PropertyMiss,
+                "`tests_not_deleted` missed",
+            )],
             properties: vec![
                 property(
                     "tests_not_deleted",
@@ -73,7 +80,10 @@ pub fn trials() -> Vec<Trial> {
         Trial {
             run_id: "cut".into(),
             status: Status::Incomplete,
-            reasons: vec![Reason::new("truncated_hunk", "the last hunk is cut")],
+            reasons: vec![Reason::new(
+                crate::record::ReasonCode::HunkTruncated,
+                "the last hunk is cut",
+            )],
             properties: vec![],
             patched: vec!["src/cut.py".into()],
             about: About::default(),

@@ -68,7 +68,8 @@ pub fn preload_env_key() -> Result<(), String> {
     // non-dumpable one's `/proc` files are root's, and a sandbox made by
     // an ordinary user needs to write its child's `uid_map` there. So a
     // process of this user that may `ptrace` agent-ledger (Yama's
-    // `ptrace_scope` 0) can read the key from its memory (SECURITY.md).
+    // `ptrace_scope` 0) can read the key from its memory
+    // (docs/design/threat-model.md, "What each layer guarantees").
     // SAFETY: `main` calls this before it starts any thread; `getenv`
     // returns the value's bytes in the environment block (NUL-terminated),
     // which this process may write.

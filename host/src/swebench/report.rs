@@ -4,6 +4,7 @@
 
 use super::read_dataset;
 use crate::exit::{Error, Result};
+use crate::record::ReasonCode;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -127,7 +128,7 @@ pub fn run_report(
         let empty = report
             .reasons
             .iter()
-            .any(|r| r.starts_with(crate::diff::code::EMPTY_BODY));
+            .any(|r| r.starts_with(ReasonCode::EmptyBody.as_str()));
         if empty {
             m.empty_patch_ids.push(instance.clone());
         } else if matches!(report.verdict.as_str(), "not_classified" | "broken") {

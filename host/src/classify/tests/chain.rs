@@ -2,6 +2,7 @@
 //! classifies, a broken link or a record of another run is an error.
 
 use super::*;
+use crate::record::ReasonCode;
 
 #[test]
 fn frozen_finding_does_not_appear_in_the_reason() {
@@ -27,7 +28,7 @@ fn frozen_finding_does_not_appear_in_the_reason() {
     assert_eq!(
         v.reasons,
         [Reason::new(
-            "property_miss",
+            ReasonCode::PropertyMiss,
             "property `tests_pass` missed: tests.q.TestRetry::test_backoff failed"
         )]
     );

@@ -6,6 +6,7 @@ use crate::digest::sha256_hex;
 use crate::ledger::{Ledger, read_required, write_record};
 use crate::lock::dir_hash;
 use crate::provider::BodyFormat;
+use crate::record::ReasonCode;
 use crate::record::{Drift, Finding, LockEntry, PropertyResult};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -164,7 +165,7 @@ fn holding() -> Loaded<PropertyRecord> {
     )
 }
 
-fn codes(v: &VerdictRecord) -> Vec<&str> {
+fn codes(v: &VerdictRecord) -> Vec<&'static str> {
     v.reasons.iter().map(|r| r.code.as_str()).collect()
 }
 
@@ -190,8 +191,11 @@ fn no_transcript_is_incomplete_transcript_missing() {
 #[test]
 fn incomplete_transcript_gives_its_own_reasons() {
     let reasons = vec![
-        Reason::new("provider_truncated", "`stop_reason` is `max_tokens`"),
-        Reason::new("hunk_count_mismatch", "hunk 1 is short"),
+        Reason::new(
+            ReasonCode::ProviderTruncated,
+            "`stop_reason` is `max_tokens`",
+        ),
+        Reason::new(ReasonCode::HunkCountMismatch, "hunk 1 is short"),
     ];
     let v = verdict_of(
         &run(),
@@ -338,15 +342,15 @@ fn miss_error_and_vacuous_each_reject_with_their_code() {
         v.reasons,
         [
             Reason::new(
-                "property_miss",
+                ReasonCode::PropertyMiss,
                 "property `assertions_not_weakened` missed: tests/test_a.py:12: assertion count fell from 3 to 1; tests/test_b.py: file lost its asserts; 2 assertions removed"
             ),
             Reason::new(
-                "property_error",
+                ReasonCode::PropertyError,
                 "property `oracle` failed to run: fuel exhausted"
             ),
             Reason::new(
-                "property_vacuous",
+                ReasonCode::PropertyVacuous,
                 "property `tests_pass` is vacuous: holds on the known-bad patch"
             ),
         ]
@@ -370,7 +374,7 @@ fn all_hold_is_review_and_names_every_record_digest() {
     assert_eq!(
         v.reasons,
         [Reason::new(
-            "all_hold",
+            ReasonCode::AllHold,
             "transcript complete, fixtures locked and unchanged, 2 properties hold"
         )]
     );

@@ -56,8 +56,9 @@ pub(super) fn run_sandboxed(
         scratch: tmp.path(),
         network: how.allow_network,
         system_only: false,
-        // The agent writes the operator's own workspace (see SECURITY.md
-        // for what that means as root).
+        // The agent writes the operator's own workspace (see
+        // docs/design/threat-model.md, "Known limits", for what that means
+        // as root).
         host_user: None,
     };
     let mut env = vec![

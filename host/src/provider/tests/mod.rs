@@ -1,11 +1,12 @@
 //! Unit tests for the rules in `provider`.
 
 use super::*;
+use crate::record::ReasonCode;
 
 const PATCH: &str = "diff --git a/x.rs b/x.rs\n--- a/x.rs\n+++ b/x.rs\n@@ -1 +1 @@\n-a\n+b\n";
 
-fn codes(out: &Extracted) -> Vec<&str> {
-    out.reasons.iter().map(|r| r.code.as_str()).collect()
+fn codes(out: &Extracted) -> Vec<ReasonCode> {
+    out.reasons.iter().map(|r| r.code).collect()
 }
 
 fn message(out: &Extracted) -> &str {
@@ -135,7 +136,7 @@ fn openai_chat_stop_is_complete_and_extracts_the_content() {
 #[test]
 fn openai_chat_finish_reason_length_is_provider_truncated() {
     let out = extract(BodyFormat::OpenaiChat, &openai_chat_body("length"));
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "`choices[0].finish_reason` is `length`: the model hit its token limit"
@@ -145,7 +146,7 @@ fn openai_chat_finish_reason_length_is_provider_truncated() {
 #[test]
 fn openai_chat_other_finish_reason_is_provider_unfinished() {
     let out = extract(BodyFormat::OpenaiChat, &openai_chat_body("content_filter"));
-    assert_eq!(codes(&out), [code::PROVIDER_UNFINISHED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderUnfinished]);
     assert_eq!(
         message(&out),
         "`choices[0].finish_reason` is `content_filter`, not `stop`"
@@ -156,7 +157,7 @@ fn openai_chat_other_finish_reason_is_provider_unfinished() {
 fn openai_chat_error_payload_is_provider_error() {
     let body = br#"{"error":{"message":"Rate limit reached for gpt-4o","type":"requests"}}"#;
     let out = extract(BodyFormat::OpenaiChat, body);
-    assert_eq!(codes(&out), [code::PROVIDER_ERROR]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderError]);
     assert_eq!(
         message(&out),
         "the provider returned an error: Rate limit reached for gpt-4o"
@@ -167,14 +168,14 @@ fn openai_chat_error_payload_is_provider_error() {
 #[test]
 fn openai_chat_malformed_json_is_malformed_response() {
     let out = extract(BodyFormat::OpenaiChat, br#"{"choices":[{"message":"#);
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
     assert!(message(&out).starts_with("the response is not valid JSON"));
 }
 
 #[test]
 fn openai_chat_without_choices_is_malformed_response() {
     let out = extract(BodyFormat::OpenaiChat, br#"{"id":"x","choices":[]}"#);
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
     assert_eq!(message(&out), "field `choices[0]` is missing");
 }
 
@@ -195,7 +196,7 @@ fn openai_sse_without_done_is_provider_truncated() {
         BodyFormat::OpenaiSse,
         openai_sse_body("stop", false).as_bytes(),
     );
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "the stream has no `data: [DONE]`: it was cut off"
@@ -209,7 +210,7 @@ fn openai_sse_finish_reason_length_is_provider_truncated() {
         BodyFormat::OpenaiSse,
         openai_sse_body("length", true).as_bytes(),
     );
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "`finish_reason` is `length`: the model hit its token limit"
@@ -219,7 +220,7 @@ fn openai_sse_finish_reason_length_is_provider_truncated() {
 #[test]
 fn openai_sse_done_without_finish_reason_is_provider_unfinished() {
     let out = extract(BodyFormat::OpenaiSse, b"data: [DONE]\n\n");
-    assert_eq!(codes(&out), [code::PROVIDER_UNFINISHED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderUnfinished]);
     assert_eq!(
         message(&out),
         "`finish_reason` is missing: the response never finished"
@@ -230,7 +231,7 @@ fn openai_sse_done_without_finish_reason_is_provider_unfinished() {
 fn openai_sse_error_event_is_provider_error() {
     let body = "data: {\"error\":{\"message\":\"server overloaded\"}}\n\ndata: [DONE]\n\n";
     let out = extract(BodyFormat::OpenaiSse, body.as_bytes());
-    assert_eq!(code::PROVIDER_ERROR, codes(&out)[0]);
+    assert_eq!(ReasonCode::ProviderError, codes(&out)[0]);
     assert_eq!(
         message(&out),
         "the provider returned an error: server overloaded"
@@ -241,7 +242,7 @@ fn openai_sse_error_event_is_provider_error() {
 fn openai_sse_bad_event_json_is_malformed_response() {
     let body = format!("data: {{\"choices\":\n\n{}", openai_sse_body("stop", true));
     let out = extract(BodyFormat::OpenaiSse, body.as_bytes());
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
     assert!(message(&out).starts_with("event 1 is not valid JSON"));
 }
 
@@ -255,7 +256,7 @@ fn openai_responses_completed_is_complete_and_joins_output_text() {
 #[test]
 fn openai_responses_status_incomplete_is_provider_truncated() {
     let out = extract(BodyFormat::OpenaiResponses, &responses_body("incomplete"));
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "`status` is `incomplete` (reason: max_output_tokens)"
@@ -265,7 +266,7 @@ fn openai_responses_status_incomplete_is_provider_truncated() {
 #[test]
 fn openai_responses_other_status_is_provider_unfinished() {
     let out = extract(BodyFormat::OpenaiResponses, &responses_body("in_progress"));
-    assert_eq!(codes(&out), [code::PROVIDER_UNFINISHED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderUnfinished]);
     assert_eq!(message(&out), "`status` is `in_progress`, not `completed`");
 }
 
@@ -275,7 +276,7 @@ fn openai_responses_error_payload_is_provider_error() {
     let out = extract(BodyFormat::OpenaiResponses, body);
     assert_eq!(
         codes(&out),
-        [code::PROVIDER_ERROR, code::PROVIDER_UNFINISHED]
+        [ReasonCode::ProviderError, ReasonCode::ProviderUnfinished]
     );
     assert_eq!(
         message(&out),
@@ -286,7 +287,7 @@ fn openai_responses_error_payload_is_provider_error() {
 #[test]
 fn openai_responses_malformed_json_is_malformed_response() {
     let out = extract(BodyFormat::OpenaiResponses, b"<html>502 Bad Gateway</html>");
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
 }
 
 #[test]
@@ -299,7 +300,7 @@ fn anthropic_end_turn_is_complete_and_joins_text_blocks() {
 #[test]
 fn anthropic_stop_reason_max_tokens_is_provider_truncated() {
     let out = extract(BodyFormat::Anthropic, &anthropic_body("max_tokens"));
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "`stop_reason` is `max_tokens`: the model hit its token limit"
@@ -309,7 +310,7 @@ fn anthropic_stop_reason_max_tokens_is_provider_truncated() {
 #[test]
 fn anthropic_other_stop_reason_is_provider_unfinished() {
     let out = extract(BodyFormat::Anthropic, &anthropic_body("tool_use"));
-    assert_eq!(codes(&out), [code::PROVIDER_UNFINISHED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderUnfinished]);
     assert_eq!(message(&out), "`stop_reason` is `tool_use`, not `end_turn`");
 }
 
@@ -317,14 +318,14 @@ fn anthropic_other_stop_reason_is_provider_unfinished() {
 fn anthropic_error_payload_is_provider_error() {
     let body = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     let out = extract(BodyFormat::Anthropic, body);
-    assert_eq!(codes(&out), [code::PROVIDER_ERROR]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderError]);
     assert_eq!(message(&out), "the provider returned an error: Overloaded");
 }
 
 #[test]
 fn anthropic_malformed_json_is_malformed_response() {
     let out = extract(BodyFormat::Anthropic, br#"{"type":"message","content":["#);
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
     assert!(message(&out).starts_with("the response is not valid JSON"));
 }
 
@@ -344,7 +345,7 @@ fn anthropic_sse_without_message_stop_is_provider_truncated() {
         BodyFormat::AnthropicSse,
         anthropic_sse_body("end_turn", false).as_bytes(),
     );
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "the stream has no `message_stop` event: it was cut off"
@@ -357,7 +358,7 @@ fn anthropic_sse_max_tokens_is_provider_truncated() {
         BodyFormat::AnthropicSse,
         anthropic_sse_body("max_tokens", true).as_bytes(),
     );
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "`stop_reason` is `max_tokens`: the model hit its token limit"
@@ -370,7 +371,7 @@ fn anthropic_sse_other_stop_reason_is_provider_unfinished() {
         BodyFormat::AnthropicSse,
         anthropic_sse_body("refusal", true).as_bytes(),
     );
-    assert_eq!(codes(&out), [code::PROVIDER_UNFINISHED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderUnfinished]);
     assert_eq!(message(&out), "`stop_reason` is `refusal`, not `end_turn`");
 }
 
@@ -380,7 +381,7 @@ fn anthropic_sse_error_event_is_provider_error() {
     let out = extract(BodyFormat::AnthropicSse, body.as_bytes());
     assert_eq!(
         codes(&out),
-        [code::PROVIDER_ERROR, code::PROVIDER_TRUNCATED]
+        [ReasonCode::ProviderError, ReasonCode::ProviderTruncated]
     );
     assert_eq!(message(&out), "the provider returned an error: Overloaded");
 }
@@ -392,14 +393,14 @@ fn anthropic_sse_bad_event_json_is_malformed_response() {
         anthropic_sse_body("end_turn", true)
     );
     let out = extract(BodyFormat::AnthropicSse, body.as_bytes());
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
     assert!(message(&out).starts_with("event 1 is not valid JSON"));
 }
 
 #[test]
 fn sse_that_is_not_utf8_is_malformed_response() {
     let out = extract(BodyFormat::AnthropicSse, b"data: \xff\xfe\n\n");
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
     assert_eq!(message(&out), "the event stream is not valid UTF-8");
 }
 

@@ -2,6 +2,7 @@
 //! format reports.
 
 use super::*;
+use crate::record::ReasonCode;
 
 /// A Responses API stream carrying PATCH in two deltas and ending with the
 /// event `last` (none when `None`), whose response has `status`.
@@ -83,7 +84,7 @@ fn openai_responses_sse_incomplete_max_output_tokens_is_provider_truncated() {
         ),
     )));
     let out = extract(BodyFormat::OpenaiResponsesSse, body.as_bytes());
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "`status` is `incomplete` (reason: max_output_tokens)"
@@ -104,7 +105,7 @@ fn openai_responses_sse_failed_is_provider_error() {
     let out = extract(BodyFormat::OpenaiResponsesSse, body.as_bytes());
     assert_eq!(
         codes(&out),
-        [code::PROVIDER_ERROR, code::PROVIDER_UNFINISHED]
+        [ReasonCode::ProviderError, ReasonCode::ProviderUnfinished]
     );
     assert_eq!(
         message(&out),
@@ -119,7 +120,7 @@ fn openai_responses_sse_without_a_final_event_is_provider_truncated() {
         BodyFormat::OpenaiResponsesSse,
         responses_sse_body(None).as_bytes(),
     );
-    assert_eq!(codes(&out), [code::PROVIDER_TRUNCATED]);
+    assert_eq!(codes(&out), [ReasonCode::ProviderTruncated]);
     assert_eq!(
         message(&out),
         "the stream has no `response.completed`, `response.incomplete` or `response.failed` event: it was cut off"
@@ -135,7 +136,7 @@ fn openai_responses_sse_error_event_is_provider_error() {
     let out = extract(BodyFormat::OpenaiResponsesSse, body.as_bytes());
     assert_eq!(
         codes(&out),
-        [code::PROVIDER_ERROR, code::PROVIDER_TRUNCATED]
+        [ReasonCode::ProviderError, ReasonCode::ProviderTruncated]
     );
     assert_eq!(message(&out), "the provider returned an error: overloaded");
 }
@@ -150,7 +151,7 @@ fn openai_responses_sse_bad_event_json_is_malformed_response() {
         )))
     );
     let out = extract(BodyFormat::OpenaiResponsesSse, body.as_bytes());
-    assert_eq!(codes(&out), [code::MALFORMED_RESPONSE]);
+    assert_eq!(codes(&out), [ReasonCode::MalformedResponse]);
     assert!(message(&out).starts_with("event 1 is not valid JSON"));
 }
 
