@@ -14,7 +14,9 @@ use crate::exit::{Error, Result};
 use crate::ledger::{self, Ledger, RETRY_HINT, RunId};
 use crate::provider::{self, BodyFormat};
 use crate::record::ReasonCode;
-use crate::record::{HttpExchange, Reason, SCHEMA, StoredFile, TokenUsage, TranscriptReceipt};
+use crate::record::{
+    CaptureVerdict, HttpExchange, Reason, SCHEMA, StoredFile, TokenUsage, TranscriptReceipt,
+};
 use std::path::PathBuf;
 
 /// The outcome of judging one body.
@@ -28,7 +30,7 @@ pub struct Judgement {
     pub strip: u32,
     /// The envelope the patch was taken out of (`mbox`, `patch-tags`,
     /// `fence`).
-    pub envelope: Option<String>,
+    pub envelope: Option<crate::record::Envelope>,
     /// Irregularities that lose nothing.
     pub notes: Vec<Reason>,
     /// What the response says about itself (see `provider::Extracted`).
@@ -221,13 +223,17 @@ fn record(
         schema: SCHEMA,
         record: "transcript".into(),
         run_id: input.run.to_string(),
-        format: input.format.as_str().into(),
+        format: input.format,
         body,
         response,
         declared_bytes: input.declared_bytes,
         request_id: input.request_id,
         complete,
-        verdict: if complete { "captured" } else { "incomplete" }.into(),
+        verdict: if complete {
+            CaptureVerdict::Captured
+        } else {
+            CaptureVerdict::Incomplete
+        },
         reasons,
         trace,
         captured_at: input.captured_at,
@@ -236,7 +242,7 @@ fn record(
         usage: judgement.usage,
         http,
         strip: judgement.strip,
-        extract: input.extract.map(|e| e.as_str().into()),
+        extract: input.extract,
         envelope: judgement.envelope,
         notes,
         trace_auth: input.trace_auth,
@@ -330,7 +336,7 @@ fn trace_notes(path: &std::path::Path, receipt: &TranscriptReceipt) -> Result<Ve
                 && Some(&auth.base) == begin.base.as_ref()
                 && auth.sealed == chain.end.is_some()
                 && auth.lines == chain.lines() as u64
-                && auth.verified == "hmac-sha256";
+                && auth.verified == crate::record::TraceVerification::HmacSha256;
             if agrees {
                 Ok(Vec::new())
             } else {
@@ -345,19 +351,8 @@ fn trace_notes(path: &std::path::Path, receipt: &TranscriptReceipt) -> Result<Ve
 /// judgement does not follow from its bytes is refused.
 pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Result<Vec<u8>> {
     let patch = read_stored(path, &receipt.body)?;
-    let format =
-        <BodyFormat as clap::ValueEnum>::from_str(&receipt.format, false).map_err(|_| {
-            Error::data(
-                path,
-                format!("field `format` has unknown value `{}`", receipt.format),
-            )
-        })?;
-    let extract = match &receipt.extract {
-        None => None,
-        Some(e) => Some(Extract::parse(e).ok_or_else(|| {
-            Error::data(path, format!("field `extract` has unknown value `{e}`"))
-        })?),
-    };
+    let format = receipt.format;
+    let extract = receipt.extract;
     let response = match &receipt.response {
         None => patch.clone(),
         Some(r) => read_stored(path, r)?,
@@ -391,9 +386,9 @@ pub fn check_receipt(path: &std::path::Path, receipt: &TranscriptReceipt) -> Res
         ));
     }
     let expected_verdict = if receipt.complete {
-        "captured"
+        CaptureVerdict::Captured
     } else {
-        "incomplete"
+        CaptureVerdict::Incomplete
     };
     // What the body says about itself is checked where the receipt states
     // it; receipts written before these fields state none.

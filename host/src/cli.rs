@@ -128,7 +128,7 @@ impl Cli {
         };
         if replays {
             let status = crate::netns::isolate();
-            if status != crate::netns::ISOLATED {
+            if !status.is_isolated() {
                 let when = self
                     .network_isolation
                     .unwrap_or_else(NetworkIsolation::default_here);

@@ -10,8 +10,19 @@
 use crate::record::Reason;
 use crate::record::ReasonCode;
 
-/// What `capture --extract` takes the diff out of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// What `capture --extract` takes the diff out of (a receipt's `extract`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Extract {
     /// The text between a `<patch>` line and a `</patch>` line.
     PatchTags,
@@ -35,15 +46,11 @@ impl Extract {
     }
 }
 
-/// The `envelope` a `git format-patch` mail is recorded with.
-pub const MBOX: &str = "mbox";
-
 /// The diff taken out of its envelope.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Unwrapped {
     pub patch: Vec<u8>,
-    /// `patch-tags`, `fence`, `mbox`, or two joined by `+` (`fence+mbox`).
-    pub envelope: Option<String>,
+    pub envelope: Option<crate::record::Envelope>,
     pub reasons: Vec<Reason>,
 }
 
@@ -60,10 +67,7 @@ pub fn unwrap(text: &[u8], extract: Option<Extract>) -> Unwrapped {
     };
     if let Some(diff) = mbox(&out.patch) {
         out.patch = diff;
-        out.envelope = Some(match out.envelope {
-            Some(e) => format!("{e}+{MBOX}"),
-            None => MBOX.into(),
-        });
+        out.envelope = Some(crate::record::Envelope::with_mbox(out.envelope));
     }
     out
 }
@@ -99,7 +103,7 @@ fn patch_tags(text: &[u8]) -> Unwrapped {
         };
     };
     let mut out = Unwrapped {
-        envelope: Some(Extract::PatchTags.as_str().into()),
+        envelope: Some(crate::record::Envelope::PatchTags),
         ..Unwrapped::default()
     };
     if opens.len() > 1 {
@@ -194,7 +198,7 @@ fn fence(text: &[u8]) -> Unwrapped {
         };
     };
     let mut out = Unwrapped {
-        envelope: Some(Extract::Fence.as_str().into()),
+        envelope: Some(crate::record::Envelope::Fence),
         ..Unwrapped::default()
     };
     if blocks.len() > 1 {
@@ -294,7 +298,7 @@ mod tests {
         let text = format!("Here it is:\n<patch>\n{DIFF}</patch>\nThanks");
         let u = unwrap(text.as_bytes(), Some(Extract::PatchTags));
         assert_eq!(u.patch, DIFF.as_bytes());
-        assert_eq!(u.envelope.as_deref(), Some("patch-tags"));
+        assert_eq!(u.envelope, Some(crate::record::Envelope::PatchTags));
         assert!(u.reasons.is_empty());
 
         let cut = format!("<patch>\n{DIFF}");
@@ -344,7 +348,7 @@ mod tests {
         );
         let u = unwrap(mail.as_bytes(), None);
         assert_eq!(u.patch, DIFF.as_bytes());
-        assert_eq!(u.envelope.as_deref(), Some("mbox"));
+        assert_eq!(u.envelope, Some(crate::record::Envelope::Mbox));
         // Prose that merely starts with "From" is not a mail.
         assert_eq!(unwrap(b"From here on:\n", None).envelope, None);
     }

@@ -95,24 +95,13 @@ impl FreezeFile {
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = toml::to_string_pretty(self)
             .map_err(|e| Error::Internal(format!("cannot encode the freeze file: {e}")))?;
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::write(dir, e))?;
-        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| Error::write(path, e))?;
-        // Keep the file's mode: a temp file starts as 0600.
-        let mode = std::fs::metadata(path)
-            .map(|m| m.permissions())
-            .unwrap_or_else(|_| std::os::unix::fs::PermissionsExt::from_mode(0o644));
-        tmp.as_file()
-            .set_permissions(mode)
-            .map_err(|e| Error::write(path, e))?;
-        tmp.as_file()
-            .sync_all()
-            .map_err(|e| Error::write(path, e))?;
-        tmp.persist(path).map_err(|e| Error::write(path, e.error))?;
-        Ok(())
+        // The file's mode is kept.
+        crate::atomic::write(
+            path,
+            text.as_bytes(),
+            crate::atomic::Access::Keep,
+            crate::atomic::Clobber::Replace,
+        )
     }
 
     /// Test ids with an active row at `now`.

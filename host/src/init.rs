@@ -177,17 +177,10 @@ pub fn init(repo: &Repo, ci: Option<Ci>) -> Result<Initialised> {
 
 /// The files of HEAD (or, in a repository with no commit yet, the index).
 fn tracked(repo: &Repo) -> Result<Vec<String>> {
-    let out = repo
-        .command()
-        .args(["ls-files", "-z", "--cached"])
-        .output()
-        .map_err(|e| Error::Internal(format!("cannot run git ls-files: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Internal(format!(
-            "git ls-files failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+    let out = crate::git::run(
+        repo.command().args(["ls-files", "-z", "--cached"]),
+        "ls-files",
+    )?;
     Ok(out
         .stdout
         .split(|&b| b == 0)

@@ -56,20 +56,19 @@ pub fn transitions(
     let base_cases = base_doc.as_ref().map(agent_ledger_junit::cases);
     let wanted = required.kinds();
     let judged = agent_ledger_junit::judge(base_cases.as_deref(), &after, &wanted);
-    let fate = |f: Option<Status>| f.map_or("absent", Status::as_str).to_string();
     let mut out = crate::record::TestTransitions {
         required: judged
             .required
             .iter()
             .map(|r| crate::record::RequiredOutcome {
                 id: r.test.id.clone(),
-                list: r.kind.as_str().into(),
+                list: r.kind.into(),
                 base: if judged.baseline {
-                    Some(fate(r.transition.base))
+                    Some(r.transition.base.into())
                 } else {
                     None
                 },
-                after: fate(r.transition.after),
+                after: r.transition.after.into(),
                 passes: r.holds(),
             })
             .collect(),

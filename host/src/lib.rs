@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md for how data flows through the binary.
 
 pub mod archive;
+pub mod atomic;
 pub mod batch;
 pub mod capture;
 pub mod chain;

@@ -21,8 +21,19 @@ use crate::exit::{Error, Result};
 use agent_ledger_junit::{module_of, split_node};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-/// The runners a log parser exists for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// The runners a log parser exists for (a test run's `log_parser`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum LogParser {
     Sympy,
     Django,

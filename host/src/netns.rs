@@ -9,30 +9,27 @@
 //! When the kernel refuses, the run goes on and records why: the plugins
 //! and the test command stay in their own sandboxes either way.
 
+use crate::record::ReplayNetwork;
 use std::sync::OnceLock;
 
-/// Recorded when the process is in a network namespace of its own.
-pub const ISOLATED: &str = "isolated";
+static STATUS: OnceLock<ReplayNetwork> = OnceLock::new();
 
-static STATUS: OnceLock<String> = OnceLock::new();
-
-/// What the process's network isolation is: [`ISOLATED`], or `not
-/// isolated: WHY`.
-pub fn status() -> String {
+/// What the process's network isolation is.
+pub fn status() -> ReplayNetwork {
     STATUS
         .get()
         .cloned()
-        .unwrap_or_else(|| "not isolated: the process never asked to be".into())
+        .unwrap_or_else(|| ReplayNetwork::NotIsolated("the process never asked to be".into()))
 }
 
 /// Moves the process into a new network namespace; returns and remembers
 /// the status. Must run before any thread is started (a multithreaded
 /// process cannot enter a new user namespace). Calling it twice returns the
 /// first status.
-pub fn isolate() -> String {
+pub fn isolate() -> ReplayNetwork {
     STATUS.get_or_init(|| match enter() {
-        Ok(()) => ISOLATED.into(),
-        Err(why) => format!("not isolated: {why}"),
+        Ok(()) => ReplayNetwork::Isolated,
+        Err(why) => ReplayNetwork::NotIsolated(why),
     });
     status()
 }

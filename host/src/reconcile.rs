@@ -237,9 +237,8 @@ fn dot_git_entries(root: &Path) -> Result<Vec<Vec<u8>>> {
 
 /// Paths where `tree` differs from `base`, renames as their two paths.
 fn changed_in_tree(git: &crate::git::Repo, base: &str, tree: &str) -> Result<BTreeSet<Vec<u8>>> {
-    let out = git
-        .command()
-        .args([
+    let out = crate::git::run(
+        git.command().args([
             "diff-tree",
             "-r",
             "-z",
@@ -249,16 +248,9 @@ fn changed_in_tree(git: &crate::git::Repo, base: &str, tree: &str) -> Result<BTr
             "--end-of-options",
             base,
             tree,
-        ])
-        .output()
-        .map_err(|e| Error::Internal(format!("cannot run git diff-tree: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Internal(format!(
-            "git diff-tree failed in `{}`: {}",
-            git.root.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+        ]),
+        &format!("diff-tree in `{}`", git.root.display()),
+    )?;
     Ok(out
         .stdout
         .split(|&b| b == 0)
@@ -427,12 +419,15 @@ pub fn reconcile(
 }
 
 /// A path for people: as is when it is printable UTF-8 without quotes or
-/// backslashes; otherwise C-quoted as git does, with octal escapes for bytes
-/// that are not printable UTF-8.
+/// backslashes; otherwise C-quoted as git does, with octal escapes for the
+/// bytes of what is not printable UTF-8 and of every character the
+/// terminal escaper refuses (`output::needs_escape`: controls, bidi
+/// overrides, line separators).
 pub fn display_path(p: &[u8]) -> String {
+    use crate::output::needs_escape;
     let plain = std::str::from_utf8(p)
         .ok()
-        .filter(|s| !s.chars().any(|c| c.is_control() || c == '"' || c == '\\'));
+        .filter(|s| !s.chars().any(|c| needs_escape(c) || c == '"' || c == '\\'));
     if let Some(s) = plain {
         return s.to_string();
     }
@@ -449,7 +444,11 @@ pub fn display_path(p: &[u8]) -> String {
                 '\\' => out.push_str("\\\\"),
                 '\n' => out.push_str("\\n"),
                 '\t' => out.push_str("\\t"),
-                c if c.is_control() => out.push_str(&format!("\\{:03o}", c as u32)),
+                c if needs_escape(c) => {
+                    for b in c.encode_utf8(&mut [0; 4]).bytes() {
+                        out.push_str(&format!("\\{b:03o}"));
+                    }
+                }
                 c => out.push(c),
             }
         }
@@ -494,5 +493,12 @@ mod tests {
         assert_eq!(display_path(b"a\nb"), "\"a\\nb\"");
         assert_eq!(display_path(b"q\"uote"), "\"q\\\"uote\"");
         assert_eq!(display_path(b"bad\xffbyte"), "\"bad\\377byte\"");
+        // A right-to-left override cannot reorder the line it is shown on,
+        // and a C1 control is escaped byte by byte, as git writes it.
+        assert_eq!(
+            display_path("evil\u{202e}txt.exe".as_bytes()),
+            "\"evil\\342\\200\\256txt.exe\""
+        );
+        assert_eq!(display_path("a\u{85}b".as_bytes()), "\"a\\302\\205b\"");
     }
 }

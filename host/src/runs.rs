@@ -163,11 +163,11 @@ pub fn abort(run: &str) -> Result<Registration> {
     aborted.aborted = Some(crate::clock::timestamp());
     let bytes = serde_json::to_vec(&aborted)
         .map_err(|e| Error::Internal(format!("cannot encode a run registration: {e}")))?;
-    crate::ledger::write_atomic(
+    crate::atomic::write(
         &path,
         &bytes,
-        crate::ledger::Access::Private,
-        crate::ledger::Clobber::Replace,
+        crate::atomic::Access::Private,
+        crate::atomic::Clobber::Replace,
     )?;
     Ok(reg)
 }
@@ -199,8 +199,7 @@ pub fn of_trace(trace: &Path) -> Result<Option<Registration>> {
 
 /// Records a begun run; the registry directory is made 0700.
 pub fn register(reg: &Registration) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     let Some(dir) = dir() else {
         return Err(Error::Usage(
             "`trace begin` registers the run in $XDG_STATE_HOME or $HOME, and neither is set"
@@ -213,17 +212,16 @@ pub fn register(reg: &Registration) -> Result<()> {
         .create(&dir)
         .map_err(|e| Error::write(&dir, e))?;
     let path = dir.join(format!("{}.json", reg.run));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| Error::write(&path, e))?;
     let bytes = serde_json::to_vec(reg)
         .map_err(|e| Error::Internal(format!("cannot encode a run registration: {e}")))?;
-    file.write_all(&bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| Error::write(&path, e))
+    crate::atomic::write(
+        &path,
+        &bytes,
+        crate::atomic::Access::Private,
+        crate::atomic::Clobber::Never(
+            "a run is registered once, by the `trace begin` that makes it",
+        ),
+    )
 }
 
 /// Every registered run whose trace still exists; registrations of traces

@@ -77,7 +77,7 @@ pub fn validate_name(name: &str) -> Result<()> {
     let bad = |why: &str| {
         Err(Error::Usage(format!(
             "`{}` is not a property name: {why}; use snake_case such as `no_test_file_deleted`",
-            name.escape_debug()
+            crate::output::inert(name)
         )))
     };
     if name.is_empty() || name.len() > 64 {

@@ -383,3 +383,47 @@ fn a_newer_schema_major_version_is_refused() {
     out.assert_code(65);
     assert!(out.stderr.contains("schema"), "{}", out.stderr);
 }
+
+/// A record field with a closed vocabulary holds one of its words, or the
+/// record is refused naming the file and the field (issue 24 item 4): a
+/// value no release writes is not read as some other, harmless value.
+#[test]
+fn a_value_outside_a_fields_vocabulary_is_refused() {
+    let dir = tempdir();
+    let d = dir.path();
+    locked_run(d, "r");
+    write_properties(
+        d,
+        "r",
+        Drift::default(),
+        vec![property("x", Outcome::Holds)],
+    );
+    classify(d, "r").assert_code(0);
+    let props = d.join(".agent-ledger/properties/r.json");
+    let good = std::fs::read(&props).unwrap();
+    for (field, value) in [("network", "isolated, mostly"), ("network", "not isolated")] {
+        let mut v: serde_json::Value = serde_json::from_slice(&good).unwrap();
+        v[field] = value.into();
+        write(&props, serde_json::to_vec_pretty(&v).unwrap());
+        let out = classify(d, "r");
+        out.assert_code(65);
+        assert!(
+            out.stderr.contains("properties/r.json") && out.stderr.contains(field),
+            "{field} = {value}: {}",
+            out.stderr
+        );
+    }
+    write(&props, good);
+    let receipt = d.join(".agent-ledger/transcripts/r.json");
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+    v["format"] = "raw-ish".into();
+    write(&receipt, serde_json::to_vec_pretty(&v).unwrap());
+    let out = classify(d, "r");
+    out.assert_code(65);
+    assert!(
+        out.stderr.contains("transcripts/r.json") && out.stderr.contains("raw-ish"),
+        "{}",
+        out.stderr
+    );
+}

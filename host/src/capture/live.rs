@@ -295,7 +295,7 @@ pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
         ));
     }
     let http = HttpExchange {
-        provider: call.provider.as_str().into(),
+        provider: call.provider,
         endpoint: call.endpoint.as_str().into(),
         model_requested: call.model.into(),
         stream: call.stream,
@@ -544,17 +544,8 @@ pub(super) fn check_exchange(path: &Path, receipt: &TranscriptReceipt) -> Result
         };
     };
     read_stored(path, &http.request)?;
-    let provider =
-        <Provider as clap::ValueEnum>::from_str(&http.provider, false).map_err(|_| {
-            Error::data(
-                path,
-                format!(
-                    "field `http.provider` has unknown value `{}`",
-                    http.provider
-                ),
-            )
-        })?;
-    if provider.body_format(http.stream).as_str() != receipt.format {
+    let provider = http.provider;
+    if provider.body_format(http.stream) != receipt.format {
         return Err(Error::data(
             path,
             "field `format` is not the format of `http.provider` and `http.stream`",

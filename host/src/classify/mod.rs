@@ -58,7 +58,7 @@ pub fn verdict_of(run: &RunId, records: &Records) -> VerdictRecord {
 fn token_ledger(records: &Records) -> TokenLedger {
     let captured = records.transcript.as_ref();
     let after_capture = records.properties.as_ref().and_then(|p| {
-        let isolated = p.record.network.as_deref() == Some(crate::netns::ISOLATED);
+        let isolated = p.record.network.as_ref().is_some_and(|n| n.is_isolated());
         let coupled = !endpoint_calls(&p.record, captured.map(|t| &t.record)).is_empty();
         (isolated && !coupled).then_some(0)
     });

@@ -240,7 +240,7 @@ impl CaptureArgs {
                     base: a.base,
                     sealed: a.sealed,
                     lines: a.lines as u64,
-                    verified: "hmac-sha256".into(),
+                    verified: crate::record::TraceVerification::HmacSha256,
                 });
                 (Some(bytes), auth)
             }
@@ -496,7 +496,7 @@ fn human(receipt: &TranscriptReceipt) -> String {
         "{}: run {} ({}, {} bytes, sha256 {})\n",
         receipt.verdict,
         inert(&receipt.run_id),
-        inert(&receipt.format),
+        receipt.format.as_str(),
         receipt.body.bytes,
         receipt.body.sha256
     );
@@ -508,7 +508,7 @@ fn human(receipt: &TranscriptReceipt) -> String {
             "  {} from {} ({} `{}`, max tokens {})",
             status,
             inert(&http.endpoint),
-            inert(&http.provider),
+            http.provider.as_str(),
             inert(&http.model_requested),
             http.max_tokens
         ));
@@ -545,7 +545,7 @@ fn human(receipt: &TranscriptReceipt) -> String {
         text.push_str(&format!("  {}\n", reported.join("; ")));
     }
     if let Some(e) = &receipt.envelope {
-        text.push_str(&format!("  envelope: {}\n", inert(e)));
+        text.push_str(&format!("  envelope: {e}\n"));
     }
     if receipt.strip != 1 {
         text.push_str(&format!("  strip: -p{}\n", receipt.strip));

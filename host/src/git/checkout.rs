@@ -114,7 +114,7 @@ impl Checkout {
             .arg(format!("-p{strip}"))
             .arg(patch_file)
             .output()
-            .map_err(|e| Error::Internal(format!("cannot run git apply: {e}")))?;
+            .map_err(|e| super::not_started("apply", e))?;
         Ok(if out.status.success() {
             Applied::Clean
         } else {
@@ -138,7 +138,7 @@ impl Checkout {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
+            .map_err(|e| super::not_started("rev-list", e))?;
         let names = list.stdout.take().expect("piped");
         // Written by us, then indexed in place: `pack-objects DIR/pack`
         // would make its temp file in the repository's object directory and
@@ -167,9 +167,9 @@ impl Checkout {
         );
         let listed = list
             .wait_with_output()
-            .map_err(|e| Error::Internal(format!("cannot run git rev-list: {e}")))?;
+            .map_err(|e| super::not_started("rev-list", e))?;
         if !listed.status.success() {
-            return Err(super::git_error("rev-list", &listed));
+            return Err(super::failed("rev-list", &listed));
         }
         packed?;
         run(

@@ -86,9 +86,17 @@ pub struct Repo {
     empty_tree: &'static str,
 }
 
-fn git_error(what: &str, out: &Output) -> Error {
+/// The error of a git that ran and failed: the one mapping of a failed git
+/// (exit 70, with git's own message), for callers that drive a git process
+/// themselves (a piped stdin); everyone else calls [`run`].
+pub fn failed(what: &str, out: &Output) -> Error {
     let stderr = String::from_utf8_lossy(&out.stderr);
     Error::Internal(format!("git {what} failed: {}", stderr.trim()))
+}
+
+/// The error of a git that could not be started.
+pub fn not_started(what: &str, e: std::io::Error) -> Error {
+    Error::Internal(format!("cannot run git {what}: {e}"))
 }
 
 /// A hermetic git command: the only way the host builds one. Attributes
@@ -126,12 +134,13 @@ fn hermetic(empty_tree: &str) -> Command {
     cmd
 }
 
-pub(super) fn run(cmd: &mut Command, what: &str) -> Result<Output> {
-    let out = cmd
-        .output()
-        .map_err(|e| Error::Internal(format!("cannot run git {what}: {e}")))?;
+/// Runs a hermetic git (from [`command`] or [`Repo::command`]) to the end:
+/// its output when it exits 0, else the one error of a failed git. `what`
+/// names the command for the message (`"status in `DIR`"`).
+pub fn run(cmd: &mut Command, what: &str) -> Result<Output> {
+    let out = cmd.output().map_err(|e| not_started(what, e))?;
     if !out.status.success() {
-        return Err(git_error(what, &out));
+        return Err(failed(what, &out));
     }
     Ok(out)
 }
@@ -185,7 +194,7 @@ impl Repo {
                 "--show-object-format",
             ])
             .output()
-            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+            .map_err(|e| not_started("rev-parse", e))?;
         if !out.status.success() {
             return Err(Error::Missing(format!(
                 "`{}` is not a git repository: {}",
@@ -281,7 +290,7 @@ impl Repo {
             .args(["cat-file", "-e", &spec])
             .stderr(Stdio::null())
             .status()
-            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+            .map_err(|e| not_started("cat-file", e))?;
         if !exists.success() {
             return Ok(None);
         }
@@ -387,7 +396,7 @@ impl Repo {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| Error::Internal(format!("cannot run git cat-file: {e}")))?;
+            .map_err(|e| not_started("cat-file", e))?;
         let mut stdin = child.stdin.take().expect("piped");
         let ids: Vec<u8> = blobs
             .iter()
@@ -425,9 +434,7 @@ impl Repo {
             Ok(hashes)
         })();
         let _ = writer.join();
-        let status = child
-            .wait()
-            .map_err(|e| Error::Internal(format!("cannot run git cat-file: {e}")))?;
+        let status = child.wait().map_err(|e| not_started("cat-file", e))?;
         let hashes =
             hashed.map_err(|e| Error::Internal(format!("unexpected git cat-file output: {e}")))?;
         if !status.success() {

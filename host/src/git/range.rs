@@ -3,7 +3,7 @@
 //! it, and whether the checked-out HEAD holds a file (a receipt a branch
 //! committed rather than one a command here wrote).
 
-use super::{Repo, git_error};
+use super::{Repo, failed};
 use crate::exit::{Error, Result};
 use std::path::Path;
 
@@ -15,7 +15,7 @@ impl Repo {
             .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
             .arg(format!("{rev}^{{commit}}"))
             .output()
-            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+            .map_err(|e| super::not_started("rev-parse", e))?;
         let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
         // One object id, nothing else (`^main` would print `^<id>`).
         let one_id = matches!(id.len(), 40 | 64) && id.bytes().all(|b| b.is_ascii_hexdigit());
@@ -39,7 +39,7 @@ impl Repo {
             .command()
             .args(["merge-base", "--all", "--end-of-options", base, head])
             .output()
-            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+            .map_err(|e| super::not_started("merge-base", e))?;
         if !out.status.success() {
             return Err(Error::Missing(format!(
                 "`{base}` and `{head}` have no merge base in `{}` (unrelated histories, or a shallow clone: fetch the whole history, e.g. `fetch-depth: 0` with actions/checkout)",
@@ -81,9 +81,9 @@ impl Repo {
                 head,
             ])
             .output()
-            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+            .map_err(|e| super::not_started("diff", e))?;
         if !out.status.success() {
-            return Err(git_error("diff", &out));
+            return Err(failed("diff", &out));
         }
         Ok((merge_base, out.stdout))
     }
@@ -110,7 +110,7 @@ impl Repo {
             .args(["cat-file", "-e", "--end-of-options"])
             .arg(format!("HEAD:{}", rel.display()))
             .output()
-            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
+            .map_err(|e| super::not_started("cat-file", e))?;
         Ok(out.status.success())
     }
 }

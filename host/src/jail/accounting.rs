@@ -5,7 +5,8 @@
 
 use super::mounts::unescape_mount;
 use super::run::Caps;
-use super::{MEMORY_EVERY, POLL, STOPPED_MEMORY, STOPPED_PROCESSES};
+use super::{MEMORY_EVERY, POLL};
+use crate::record::Stopped;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -143,12 +144,12 @@ impl Members {
     /// than `--test-max-procs` (the kernel stops forks past it already,
     /// except for uid 0, to which it never applies `RLIMIT_NPROC`), or,
     /// when `memory` is set, more memory than `--test-memory`.
-    pub(crate) fn over(&mut self, caps: &Caps, memory: bool) -> Option<&'static str> {
+    pub(crate) fn over(&mut self, caps: &Caps, memory: bool) -> Option<Stopped> {
         let (tasks, bytes) = self.usage(memory);
         if bytes > caps.memory {
-            Some(STOPPED_MEMORY)
+            Some(Stopped::MemoryCap)
         } else if tasks > caps.max_procs {
-            Some(STOPPED_PROCESSES)
+            Some(Stopped::ProcessCap)
         } else {
             None
         }

@@ -88,19 +88,13 @@ pub(crate) const TEST_NOFILE: u64 = 4096;
 /// How often (in polls) the host adds up the command's memory.
 pub(crate) const MEMORY_EVERY: u32 = 5;
 
-/// Why the host stopped the command.
-pub(crate) const STOPPED_TIMEOUT: &str = "timeout";
-pub(crate) const STOPPED_OUTPUT: &str = "output_cap";
-pub(crate) const STOPPED_MEMORY: &str = "memory_cap";
-pub(crate) const STOPPED_PROCESSES: &str = "process_cap";
-
 /// `HOME` inside the sandbox.
 pub(crate) const SANDBOX_HOME: &str = "/tmp/home";
 
 /// How the command ended.
 pub(crate) struct Ran {
     pub(crate) exit_code: Option<i32>,
-    pub(crate) stopped: Option<&'static str>,
+    pub(crate) stopped: Option<crate::record::Stopped>,
     /// Completion ids the command printed (see `completion_ids`).
     pub(crate) completion_ids: BTreeSet<String>,
     /// What it printed, up to the output cap.

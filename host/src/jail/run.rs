@@ -7,6 +7,7 @@ use super::cgroup::Cgroup;
 use super::identity::{as_user, host_root};
 use super::pumps::Pumps;
 use super::*;
+use crate::record::Stopped;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -108,9 +109,9 @@ impl Jail<'_> {
                 break status;
             }
             if stopped.is_none() {
-                stopped = pumps.over_cap().then_some(STOPPED_OUTPUT);
+                stopped = pumps.over_cap().then_some(Stopped::OutputCap);
                 if Instant::now() >= deadline {
-                    stopped = Some(STOPPED_TIMEOUT);
+                    stopped = Some(Stopped::Timeout);
                 }
                 polls = polls.wrapping_add(1);
                 stopped = stopped.or(members.over(caps, polls.is_multiple_of(MEMORY_EVERY)));
@@ -132,7 +133,7 @@ impl Jail<'_> {
         }
         let (completion_ids, stdout, stderr) = pumps.finish();
         if stopped.is_none() && cgroup.is_some_and(|c| c.oom_killed()) {
-            stopped = Some(STOPPED_MEMORY);
+            stopped = Some(Stopped::MemoryCap);
         }
         if stopped.is_none() && status.exit_code.is_none() && status.code == 125 {
             return Err(Error::Internal(format!(
@@ -221,9 +222,9 @@ pub(crate) fn run_unsandboxed(
             break status;
         }
         if stopped.is_none() {
-            stopped = pumps.over_cap().then_some(STOPPED_OUTPUT);
+            stopped = pumps.over_cap().then_some(Stopped::OutputCap);
             if Instant::now() >= deadline {
-                stopped = Some(STOPPED_TIMEOUT);
+                stopped = Some(Stopped::Timeout);
             }
             polls = polls.wrapping_add(1);
             stopped = stopped.or(members.over(caps, polls.is_multiple_of(MEMORY_EVERY)));
@@ -238,7 +239,7 @@ pub(crate) fn run_unsandboxed(
     kill_group();
     let (completion_ids, stdout, stderr) = pumps.finish();
     if stopped.is_none() && cgroup.as_ref().is_some_and(|c| c.oom_killed()) {
-        stopped = Some(STOPPED_MEMORY);
+        stopped = Some(Stopped::MemoryCap);
     }
     Ok(Ran {
         exit_code: status.code(),

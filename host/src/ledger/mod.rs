@@ -9,7 +9,8 @@ use crate::record::{Record, SCHEMA};
 use std::path::{Path, PathBuf};
 
 mod write;
-pub use write::{Access, Clobber, Growing, write_atomic, write_new, write_new_as};
+pub use crate::atomic::Access;
+pub use write::{Growing, write_new, write_new_as};
 
 /// The `.gitignore` a new ledger gets ([`Ledger::create`]).
 pub const GITIGNORE: &str = "# Made by agent-ledger: the ledger's records are not source. Delete this\n# file to track them in git.\n*\n";
@@ -287,8 +288,17 @@ pub fn parse_record<T: Record>(path: &Path, bytes: &[u8]) -> Result<Loaded<T>> {
             format!("field `record` is `{kind}`, expected `{}`", T::KIND),
         ));
     }
-    let record: T = serde_json::from_value(value)
-        .map_err(|e| Error::data(path, format!("malformed {} record: {e}", T::KIND)))?;
+    let record: T = serde_path_to_error::deserialize(value).map_err(|e| {
+        Error::data(
+            path,
+            format!(
+                "malformed {} record: field `{}`: {}",
+                T::KIND,
+                e.path(),
+                e.inner()
+            ),
+        )
+    })?;
     Ok(Loaded {
         record,
         sha256: sha256_hex(bytes),

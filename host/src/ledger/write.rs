@@ -1,103 +1,27 @@
-//! Writing files atomically (temp file, fsync, rename, fsync of the
-//! directory), with a clobber rule and the reader's access as parameters,
-//! and a file written as its bytes arrive (`Growing`).
+//! Writing records: new files only, through the one atomic writer
+//! (`crate::atomic`), and a file written as its bytes arrive (`Growing`).
 
 use super::RETRY_HINT;
+use crate::atomic::{Access, Clobber};
 use crate::exit::{Error, Result};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` atomically and only if `path` does not exist:
-/// a temp file in the same directory, fsync, a no-clobber rename (hard link),
-/// then an fsync of the directory.
+/// Writes `bytes` to `path` (its directory made as needed) atomically and
+/// only if `path` does not exist ([`crate::atomic`], `Clobber::Never`).
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     write_new_as(path, bytes, Access::Shared)
 }
 
-/// Who may read a file written to the ledger: records are ordinary
-/// readable files; a copy of an input only its owner could read stays so
-/// (a file's permissions are never widened by storing it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// 0644.
-    Shared,
-    /// 0600.
-    Private,
-}
-
-impl Access {
-    /// `Private` when the file at `path` is not readable by its group or
-    /// others.
-    pub fn of(path: &Path) -> Access {
-        use std::os::unix::fs::PermissionsExt;
-        match fs::metadata(path) {
-            Ok(m) if m.permissions().mode() & 0o044 == 0o044 => Access::Shared,
-            _ => Access::Private,
-        }
-    }
-
-    fn mode(self) -> u32 {
-        match self {
-            Access::Shared => 0o644,
-            Access::Private => 0o600,
-        }
-    }
-}
-
 /// [`write_new`] with the file's [`Access`].
 pub fn write_new_as(path: &Path, bytes: &[u8], access: Access) -> Result<()> {
-    write_atomic(path, bytes, access, Clobber::Never)
-}
-
-/// Whether an atomic write may replace a file already at its path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clobber {
-    /// The path must not exist (records: what is written stays).
-    Never,
-    /// An existing file is replaced whole (state that is rewritten).
-    Replace,
-}
-
-/// Writes `bytes` to `path` atomically: a temp file in the same directory
-/// with `access`'s mode, fsync, a rename (`Clobber::Never`: a no-clobber
-/// one, by hard link), then an fsync of the directory. A reader sees the
-/// old file or the new one, never part of either.
-pub fn write_atomic(path: &Path, bytes: &[u8], access: Access, clobber: Clobber) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| Error::write(dir, e))?;
-    let exists = || Error::Exists {
-        path: path.to_path_buf(),
-        hint: RETRY_HINT.into(),
-    };
-    if clobber == Clobber::Never && fs::symlink_metadata(path).is_ok() {
-        return Err(exists());
-    }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::write(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::write(path, e))?;
-    // Records are ordinary readable files (a temp file starts as 0600).
-    tmp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(access.mode()))
-        .map_err(|e| Error::write(path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::write(path, e))?;
-    let persisted = match clobber {
-        Clobber::Never => tmp.persist_noclobber(path),
-        Clobber::Replace => tmp.persist(path),
-    };
-    match persisted {
-        Ok(_) => {}
-        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Err(exists()),
-        Err(e) => return Err(Error::write(path, e.error)),
-    }
-    sync_dir(dir).map_err(|e| Error::write(dir, e))
+    crate::atomic::write(path, bytes, access, Clobber::Never(RETRY_HINT))
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {

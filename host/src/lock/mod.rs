@@ -204,7 +204,7 @@ fn hash_entry(top: &Dir, repo: &Path, found: &Found) -> Result<LockEntry> {
             .map_err(|_| Error::data(&abs(), "symlink target is not UTF-8"))?;
         Ok(LockEntry {
             path: found.path.clone(),
-            kind: "symlink".into(),
+            kind: crate::record::EntryKind::Symlink,
             size: bytes.len() as u64,
             sha256: sha256_hex(bytes),
             target: Some(text.to_string()),
@@ -222,7 +222,7 @@ fn hash_entry(top: &Dir, repo: &Path, found: &Found) -> Result<LockEntry> {
             sha256_open_file(&file, meta.len()).map_err(|e| Error::read(&abs(), e))?;
         Ok(LockEntry {
             path: found.path.clone(),
-            kind: "file".into(),
+            kind: crate::record::EntryKind::File,
             size,
             sha256,
             target: None,
@@ -237,7 +237,10 @@ fn hash_entry(top: &Dir, repo: &Path, found: &Found) -> Result<LockEntry> {
 /// `find . -type f | cut -c3- | LC_ALL=C sort | xargs -r sha256sum | sha256sum`.
 pub fn dir_hash(entries: &[LockEntry]) -> String {
     let mut text = String::new();
-    for e in entries.iter().filter(|e| e.kind == "file") {
+    for e in entries
+        .iter()
+        .filter(|e| e.kind == crate::record::EntryKind::File)
+    {
         text.push_str(&e.sha256);
         text.push_str("  ");
         text.push_str(&e.path);

@@ -4,7 +4,7 @@ use std::fs;
 fn file(path: &str, content: &str) -> LockEntry {
     LockEntry {
         path: path.into(),
-        kind: "file".into(),
+        kind: crate::record::EntryKind::File,
         size: content.len() as u64,
         sha256: sha256_hex(content.as_bytes()),
         target: None,
@@ -15,7 +15,7 @@ fn file(path: &str, content: &str) -> LockEntry {
 fn link(path: &str, target: &str) -> LockEntry {
     LockEntry {
         path: path.into(),
-        kind: "symlink".into(),
+        kind: crate::record::EntryKind::Symlink,
         size: target.len() as u64,
         sha256: sha256_hex(target.as_bytes()),
         target: Some(target.into()),
@@ -104,7 +104,7 @@ fn scan_refuses_a_root_reached_through_a_link_out_of_the_tree() {
     // The link itself, as a root, is recorded and not followed.
     let scan = scan(dir.path(), &["out".into()]).unwrap();
     assert_eq!(scan.entries.len(), 1);
-    assert_eq!(scan.entries[0].kind, "symlink");
+    assert_eq!(scan.entries[0].kind, crate::record::EntryKind::Symlink);
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn scan_records_the_executable_bit_and_compare_sees_it_change() {
     assert!(before.iter().all(|e| !e.executable));
     let first = before
         .iter()
-        .find(|e| e.kind == "file")
+        .find(|e| e.kind == crate::record::EntryKind::File)
         .unwrap()
         .path
         .clone();

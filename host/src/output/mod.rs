@@ -103,7 +103,10 @@ pub fn inert(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn needs_escape(c: char) -> bool {
+/// Whether `c` could move the cursor, recolour the screen, reorder what
+/// is shown or start a line: what [`inert`] escapes. Other escapers of
+/// untrusted text (`reconcile::display_path`) ask this one question.
+pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(
             c,

@@ -9,8 +9,19 @@ use crate::record::ReasonCode;
 use crate::record::{Reason, TokenUsage};
 use serde_json::{Map, Value};
 
-/// How a captured body is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// How a captured body is encoded (a receipt's `format`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum BodyFormat {
     /// A unified diff, as is.
     Raw,
@@ -44,7 +55,15 @@ impl BodyFormat {
 
 /// A model API that live capture can call.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Provider {

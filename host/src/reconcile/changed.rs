@@ -80,18 +80,10 @@ pub fn changed_against(
 }
 
 fn read_tree(isolated: &crate::git::Repo, base: &str) -> Result<()> {
-    let out = isolated
-        .command()
-        .args(["read-tree", base])
-        .output()
-        .map_err(|e| Error::Internal(format!("cannot run git read-tree: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Missing(format!(
-            "`{}`: git read-tree {base} failed: {}",
-            isolated.root.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+    crate::git::run(
+        isolated.command().args(["read-tree", base]),
+        &format!("read-tree {base} in `{}`", isolated.root.display()),
+    )?;
     Ok(())
 }
 
@@ -107,7 +99,7 @@ fn ignored_among(isolated: &crate::git::Repo, paths: &[Vec<u8>]) -> Result<Vec<V
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::Internal(format!("cannot run git check-ignore: {e}")))?;
+        .map_err(|e| crate::git::not_started("check-ignore", e))?;
     let mut stdin = child.stdin.take().expect("piped");
     let input: Vec<u8> = paths
         .iter()
@@ -119,15 +111,14 @@ fn ignored_among(isolated: &crate::git::Repo, paths: &[Vec<u8>]) -> Result<Vec<V
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let out = child
         .wait_with_output()
-        .map_err(|e| Error::Internal(format!("cannot run git check-ignore: {e}")))?;
+        .map_err(|e| crate::git::not_started("check-ignore", e))?;
     let _ = writer.join();
     // 0: some are ignored, 1: none is.
     if !matches!(out.status.code(), Some(0 | 1)) {
-        return Err(Error::Internal(format!(
-            "git check-ignore failed in `{}`: {}",
-            isolated.root.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(crate::git::failed(
+            &format!("check-ignore in `{}`", isolated.root.display()),
+            &out,
+        ));
     }
     let wanted: std::collections::HashSet<&[u8]> = paths.iter().map(Vec::as_slice).collect();
     Ok(out
@@ -145,26 +136,19 @@ fn ignored_among(isolated: &crate::git::Repo, paths: &[Vec<u8>]) -> Result<Vec<V
 
 /// `git status` of `git`'s working tree as a set of changed paths.
 fn status(git: &crate::git::Repo, ignored: bool) -> Result<BTreeSet<Vec<u8>>> {
-    let out = git
-        .command()
-        .args([
-            "-c",
-            "core.quotePath=false",
-            "status",
-            "--porcelain=v2",
-            "-z",
-            "-uall",
-        ])
-        .args(ignored.then_some("--ignored"))
-        .output()
-        .map_err(|e| Error::Internal(format!("cannot run git status: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Missing(format!(
-            "`{}`: git status failed: {}",
-            git.root.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+    let out = crate::git::run(
+        git.command()
+            .args([
+                "-c",
+                "core.quotePath=false",
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "-uall",
+            ])
+            .args(ignored.then_some("--ignored")),
+        &format!("status in `{}`", git.root.display()),
+    )?;
     parse_records(&out.stdout, ignored)
         .map_err(|e| Error::Internal(format!("unexpected git status output: {e}")))
 }

@@ -14,9 +14,14 @@ use std::collections::BTreeMap;
 
 mod reason;
 mod testing;
+mod vocab;
 pub use reason::ReasonCode;
 pub use testing::{
     BaselineRun, Evaluation, RequiredOutcome, RequiredTests, TestRun, TestTransitions,
+};
+pub use vocab::{
+    CaptureVerdict, EntryKind, Envelope, ReplayNetwork, RequiredList, Stopped, TestFate,
+    TestNetwork, TestSandbox, TraceVerification,
 };
 
 /// The schema major version this build writes and the newest it reads.
@@ -62,9 +67,8 @@ pub struct TranscriptReceipt {
     /// Always `"transcript"`.
     pub record: String,
     pub run_id: String,
-    /// How the body was encoded: `raw`, `openai-chat`, `openai-sse`,
-    /// `openai-responses`, `anthropic`, `anthropic-sse`.
-    pub format: String,
+    /// How the body was encoded.
+    pub format: crate::provider::BodyFormat,
     /// The patch text (a unified diff) taken from the response: `ID.patch`.
     pub body: StoredFile,
     /// The provider response as received (`ID.response`), for provider
@@ -76,8 +80,8 @@ pub struct TranscriptReceipt {
     pub request_id: Option<String>,
     /// True when no reason below was found.
     pub complete: bool,
-    /// `captured` or `incomplete`.
-    pub verdict: String,
+    /// `captured`, or `incomplete` when a reason below was found.
+    pub verdict: CaptureVerdict,
     /// Every reason the body is incomplete; empty when complete.
     pub reasons: Vec<Reason>,
     /// The agent's tool-call trace (`ID.trace.jsonl`), when one was captured.
@@ -123,12 +127,12 @@ pub struct TranscriptReceipt {
     /// diff between `<patch>` and `</patch>`) or `fence` (one fenced
     /// ```` ```diff ```` block). Absent when none was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extract: Option<String>,
+    pub extract: Option<crate::envelope::Extract>,
     /// The wrapping the patch was taken out of: `patch-tags`, `fence`, or
     /// `mbox` (a `git format-patch` mail, recognised without asking).
     /// Absent when the patch text was the diff itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub envelope: Option<String>,
+    pub envelope: Option<Envelope>,
     /// Harmless irregularities that lose nothing, each with a code and a
     /// sentence (`surplus_blank_context`: one blank context line past a
     /// hunk's counts, which git ignores). Empty is omitted.
@@ -175,7 +179,7 @@ pub struct TraceAuth {
     /// Lines in the trace, begin and end lines included.
     pub lines: u64,
     /// Always `hmac-sha256`: every line's MAC verified under the key.
-    pub verified: String,
+    pub verified: TraceVerification,
 }
 
 fn default_strip() -> u32 {
@@ -205,8 +209,8 @@ pub struct TokenUsage {
 /// is known to the command, and it is not recorded either.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpExchange {
-    /// `openai-chat`, `openai-responses` or `anthropic`.
-    pub provider: String,
+    /// The API called.
+    pub provider: crate::provider::Provider,
     /// The API base the request went to (`https://host/v1`), as given:
     /// an endpoint with credentials, a query or a fragment is refused, so
     /// this holds no secret.
@@ -238,7 +242,7 @@ pub struct LockEntry {
     /// Repository-relative POSIX path.
     pub path: String,
     /// `file` or `symlink`. Symlinks are recorded, never followed.
-    pub kind: String,
+    pub kind: EntryKind,
     /// File length in bytes; for a symlink, the length of its target text.
     pub size: u64,
     /// sha256 of the file's bytes; for a symlink, of its target text.
@@ -446,7 +450,7 @@ pub struct PropertyRecord {
     /// replay could reach a model), or `not isolated: WHY`. Absent in
     /// records written before this field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<String>,
+    pub network: Option<ReplayNetwork>,
 }
 
 impl Record for PropertyRecord {

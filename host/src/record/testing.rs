@@ -55,14 +55,14 @@ impl RequiredTests {
 pub struct RequiredOutcome {
     /// The id as given (its first line).
     pub id: String,
-    /// `fail_to_pass`, `pass_to_pass` or `require_pass`.
-    pub list: String,
-    /// `passed`, `failed`, `skipped` or `absent` on the base revision;
-    /// absent when the test command did not run there.
+    /// The list it came from.
+    pub list: super::RequiredList,
+    /// How it fared on the base revision; absent when the test command did
+    /// not run there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base: Option<String>,
+    pub base: Option<super::TestFate>,
     /// The same, after the patch.
-    pub after: String,
+    pub after: super::TestFate,
     /// Whether it is in the patched report and passes there.
     pub passes: bool,
 }
@@ -115,9 +115,8 @@ fn is_zero(n: &u64) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestRun {
     pub command: String,
-    /// `isolated` (a new network namespace) or `allowed` (no sandbox could
-    /// be made and `--allow-unsandboxed` ran the command anyway).
-    pub network: String,
+    /// The network it had.
+    pub network: super::TestNetwork,
     /// `namespaces`: the command ran as an unprivileged user in new user,
     /// mount, PID, network, IPC and UTS namespaces, with only its patched
     /// copy, its report directory and a private `/tmp` writable, and
@@ -127,17 +126,13 @@ pub struct TestRun {
     /// written before this field, whose commands had a network namespace
     /// only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<String>,
+    pub sandbox: Option<super::TestSandbox>,
     /// The command's exit code (null when killed by a signal).
     pub exit_code: Option<i32>,
-    /// Set when the host killed the command: `timeout` (past
-    /// `--test-timeout`), `output_cap` (printed more than
-    /// `--test-output-cap`), `memory_cap` (its processes together held
-    /// more than `--test-memory`) or `process_cap` (it ran more processes
-    /// than `--test-max-procs`). Such a run makes the host-side property
-    /// `test_command` an `error`.
+    /// Set when the host killed the command, with why. Such a run makes
+    /// the host-side property `test_command` an `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
+    pub stopped: Option<super::Stopped>,
     /// Completion ids (`chatcmpl-…`, `resp_…`, `msg_…`) in the command's
     /// output or report, sorted; any but the captured one makes the trial
     /// `reject` with `endpoint_coupled`. Empty is omitted.
@@ -155,10 +150,10 @@ pub struct TestRun {
     /// The same of stderr.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr_tail: String,
-    /// The log parser that turned the command's output into its report
-    /// (`sympy`, `django`, `pytest`), when the command wrote none itself.
+    /// The log parser that turned the command's output into its report,
+    /// when the command wrote none itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log_parser: Option<String>,
+    pub log_parser: Option<crate::logparse::LogParser>,
     /// How long the command ran, in milliseconds (wall time, from start to
     /// the end of its last process). Only the command's own run is timed:
     /// properties are judged by fuel, and their records must replay
@@ -184,7 +179,7 @@ pub struct BaselineRun {
     /// to compare with: the host-side property `test_command` is then an
     /// `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
+    pub stopped: Option<super::Stopped>,
     /// The last 64 KiB of its stdout, as the trial's `stdout_tail`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stdout_tail: String,

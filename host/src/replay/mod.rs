@@ -106,7 +106,7 @@ pub struct Replay<'a> {
     /// The replaying process's network (`netns::status`), or, re-running an
     /// archived replay, the one on record: where the auditor's process runs
     /// is not part of the judgement.
-    pub network: Option<String>,
+    pub network: Option<crate::record::ReplayNetwork>,
     /// The evaluator's inputs (its test patch as stored, its paths, the
     /// required tests); `agent_overwritten` is filled by the replay.
     pub evaluation: Option<&'a crate::record::Evaluation>,

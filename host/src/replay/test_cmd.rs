@@ -20,6 +20,7 @@ use crate::jail::{
     sandbox_host_id,
 };
 use crate::record::TestRun;
+use crate::record::{TestNetwork, TestSandbox};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -284,7 +285,7 @@ pub fn run_tests(
     let started = std::time::Instant::now();
     let (sandbox, ran) = match probed {
         Ok(()) => (
-            "namespaces",
+            TestSandbox::Namespaces,
             jail.run(&test.command, &env(SANDBOX_HOME), &test.caps(), echo)?,
         ),
         Err(why) if test.allow_unsandboxed => {
@@ -292,7 +293,7 @@ pub fn run_tests(
                 "warning: the test command runs without a sandbox (--allow-unsandboxed): {why}"
             );
             (
-                "none",
+                TestSandbox::None,
                 run_unsandboxed(
                     &test.command,
                     &co.tree,
@@ -319,7 +320,7 @@ pub fn run_tests(
         log.push(b'\n');
         log.extend_from_slice(&ran.stderr);
         junit = crate::logparse::report(parser, &log)?;
-        log_parser = Some(parser.as_str().to_string());
+        log_parser = Some(parser);
     }
     let mut completion_ids = ran.completion_ids;
     if let Some(report) = &junit {
@@ -327,15 +328,13 @@ pub fn run_tests(
     }
     let run = TestRun {
         command: test.command.clone(),
-        network: if sandbox == "none" {
-            "allowed"
-        } else {
-            "isolated"
-        }
-        .into(),
-        sandbox: Some(sandbox.into()),
+        network: match sandbox {
+            TestSandbox::None => TestNetwork::Allowed,
+            TestSandbox::Namespaces => TestNetwork::Isolated,
+        },
+        sandbox: Some(sandbox),
         exit_code: ran.exit_code,
-        stopped: ran.stopped.map(str::to_string),
+        stopped: ran.stopped,
         completion_ids: completion_ids.into_iter().collect(),
         baseline: None,
         stdout_tail: tail(&ran.stdout),

@@ -24,7 +24,6 @@ use crate::ledger::{Ledger, RunId};
 use crate::record::ReasonCode;
 use crate::record::{Finding, Outcome, PropertyResult, Reason, Verdict};
 use serde::Serialize;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The schema version of [`Summary`].
@@ -470,22 +469,8 @@ fn parent(path: &Path) -> PathBuf {
 /// the old report or the new one, never half of one. A symlink at `path` is
 /// replaced, not followed.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = parent(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-report-")
-        .tempfile_in(&dir)
-        .map_err(|e| Error::write(&dir, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::write(path, e))?;
-    tmp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .map_err(|e| Error::write(path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::write(path, e))?;
-    tmp.persist(path).map_err(|e| Error::write(path, e.error))?;
-    std::fs::File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::write(&dir, e))
+    use crate::atomic::{Access, Clobber};
+    crate::atomic::write(path, bytes, Access::Shared, Clobber::Replace)
 }
 
 #[cfg(test)]

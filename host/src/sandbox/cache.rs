@@ -350,22 +350,16 @@ pub fn write_entry(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::atomic::write_cache(path, bytes)
 }
 
 fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_entry(path, bytes)?;
-    let dir = path.parent().unwrap_or(Path::new("."));
     // The entry's plain digest, as before the tag: for operators checking
     // entries with `sha256sum`. Never read when loading (anyone who can
     // write an entry can write its digest).
-    let mut sidecar = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut sidecar, crate::digest::sha256_hex(bytes).as_bytes())?;
-    sidecar
-        .persist(path.with_extension("cwasm.sha256"))
-        .map_err(|e| e.error)?;
-    Ok(())
+    crate::atomic::write_cache(
+        &path.with_extension("cwasm.sha256"),
+        crate::digest::sha256_hex(bytes).as_bytes(),
+    )
 }

@@ -111,24 +111,16 @@ impl Key {
     /// Writes the key to a new file, mode 0600; an existing file is never
     /// overwritten.
     pub fn create(&self, path: &Path) -> Result<()> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => Error::Exists {
-                    path: path.to_path_buf(),
-                    hint: "a run key is made once, by `trace begin`, for a new trace".into(),
-                },
-                _ => Error::write(path, e),
-            })?;
         let mut text = hex::encode(self.0);
         text.push('\n');
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| Error::write(path, e))
+        crate::atomic::write(
+            path,
+            text.as_bytes(),
+            crate::atomic::Access::Private,
+            crate::atomic::Clobber::Never(
+                "a run key is made once, by `trace begin`, for a new trace",
+            ),
+        )
     }
 
     /// Writes the key (64 hex digits and a newline) to the file descriptor

@@ -111,19 +111,7 @@ impl Verifier<'_> {
         let Some(recorded) = &record.test_run else {
             return Ok(());
         };
-        let log_parser = match recorded.log_parser.as_deref() {
-            Some(name) => Some(
-                <crate::logparse::LogParser as clap::ValueEnum>::from_str(name, false).map_err(
-                    |_| {
-                        Error::data(
-                            &props.path,
-                            format!("field `test_run.log_parser`: `{name}` is not a log parser"),
-                        )
-                    },
-                )?,
-            ),
-            None => None,
-        };
+        let log_parser = recorded.log_parser;
         let test = crate::replay::TestCommand {
             command: recorded.command.clone(),
             baseline: recorded.baseline.is_some(),

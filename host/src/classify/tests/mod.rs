@@ -37,13 +37,17 @@ fn transcript(reasons: Vec<Reason>) -> Loaded<TranscriptReceipt> {
             schema: SCHEMA,
             record: "transcript".into(),
             run_id: "run-001".into(),
-            format: "raw".into(),
+            format: crate::provider::BodyFormat::Raw,
             body,
             response: None,
             declared_bytes: None,
             request_id: None,
             complete,
-            verdict: if complete { "captured" } else { "incomplete" }.into(),
+            verdict: if complete {
+                crate::record::CaptureVerdict::Captured
+            } else {
+                crate::record::CaptureVerdict::Incomplete
+            },
             reasons,
             trace: None,
             trace_auth: None,
@@ -65,7 +69,7 @@ fn transcript(reasons: Vec<Reason>) -> Loaded<TranscriptReceipt> {
 fn entry(path: &str, content: &str) -> LockEntry {
     LockEntry {
         path: path.into(),
-        kind: "file".into(),
+        kind: crate::record::EntryKind::File,
         size: content.len() as u64,
         sha256: sha256_hex(content.as_bytes()),
         target: None,
@@ -144,7 +148,7 @@ fn property_record(
         tests: None,
         fixtures,
         properties,
-        network: Some("isolated".into()),
+        network: Some(crate::record::ReplayNetwork::Isolated),
     }
 }
 

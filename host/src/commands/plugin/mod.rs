@@ -353,7 +353,7 @@ impl TestArgs {
             schema: SCHEMA,
             record: "transcript".into(),
             run_id: RUN_ID.into(),
-            format: "raw".into(),
+            format: crate::provider::BodyFormat::Raw,
             body: StoredFile {
                 file: format!("{RUN_ID}.patch"),
                 sha256: crate::digest::sha256_hex(&judged.patch),
@@ -363,7 +363,7 @@ impl TestArgs {
             declared_bytes: None,
             request_id: None,
             complete: true,
-            verdict: "captured".into(),
+            verdict: crate::record::CaptureVerdict::Captured,
             reasons: Vec::new(),
             trace: None,
             trace_auth: None,
@@ -374,7 +374,7 @@ impl TestArgs {
             http: None,
             strip: judged.strip,
             extract: None,
-            envelope: judged.envelope.clone(),
+            envelope: judged.envelope,
             notes: judged.notes.clone(),
             git: None,
         };

@@ -113,20 +113,13 @@ pub(super) fn begin(
     if let Some(parent) = workspace.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
     }
-    let out = git
-        .command()
-        .args(["worktree", "add", "--detach", "--quiet"])
-        .arg(&workspace)
-        .arg(&base)
-        .output()
-        .map_err(|e| Error::Internal(format!("cannot run git worktree add: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Missing(format!(
-            "cannot make the workspace `{}`: git worktree add failed: {}",
-            workspace.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+    crate::git::run(
+        git.command()
+            .args(["worktree", "add", "--detach", "--quiet"])
+            .arg(&workspace)
+            .arg(&base),
+        &format!("worktree add (the workspace `{}`)", workspace.display()),
+    )?;
     let workspace = workspace
         .canonicalize()
         .map_err(|e| Error::read(&workspace, e))?;
@@ -325,20 +318,14 @@ pub(super) fn workspace_snapshot(
     let tmp = crate::replay::tempdir()?;
     let index = tmp.path().join("index");
     let run = |args: &[&str]| -> Result<Vec<u8>> {
-        let out = git
-            .command()
-            .env("GIT_INDEX_FILE", &index)
-            .args(args)
-            .output()
-            .map_err(|e| Error::Internal(format!("cannot run git: {e}")))?;
-        if !out.status.success() {
-            return Err(Error::Internal(format!(
-                "git {} failed in the workspace `{}`: {}",
+        let out = crate::git::run(
+            git.command().env("GIT_INDEX_FILE", &index).args(args),
+            &format!(
+                "{} in the workspace `{}`",
                 args.first().copied().unwrap_or(""),
-                git.root.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
+                git.root.display()
+            ),
+        )?;
         Ok(out.stdout)
     };
     run(&["read-tree", base])?;
@@ -356,9 +343,8 @@ pub(super) fn workspace_snapshot(
 
 /// The snapshot `tree` against `base` as a binary unified diff.
 pub(super) fn tree_patch(git: &crate::git::Repo, base: &str, tree: &str) -> Result<Vec<u8>> {
-    let out = git
-        .command()
-        .args([
+    let out = crate::git::run(
+        git.command().args([
             "diff",
             "--binary",
             "--no-color",
@@ -366,15 +352,8 @@ pub(super) fn tree_patch(git: &crate::git::Repo, base: &str, tree: &str) -> Resu
             "--end-of-options",
             base,
             tree,
-        ])
-        .output()
-        .map_err(|e| Error::Internal(format!("cannot run git diff: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Internal(format!(
-            "git diff failed in the workspace `{}`: {}",
-            git.root.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+        ]),
+        &format!("diff in the workspace `{}`", git.root.display()),
+    )?;
     Ok(out.stdout)
 }
