@@ -11,10 +11,12 @@
 //! - The ledger is `--ledger DIR`, else the configuration's `ledger`,
 //!   relative to the root.
 
+mod flags;
 use crate::config::{self, At};
 use crate::exit::{Error, Result};
 use crate::git::Repo;
 use crate::ledger::Ledger;
+pub use flags::{CacheArgs, CacheDirArg, TestEnvArgs, TestLimits, test_env};
 use std::path::{Path, PathBuf};
 
 /// `--repo DIR`.
@@ -215,13 +217,8 @@ pub struct TrialArgs {
     pub base: Option<String>,
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Where compiled components are cached [default: $AGENT_LEDGER_CACHE_DIR,
-    /// else $XDG_CACHE_HOME/agent-ledger, else ~/.cache/agent-ledger].
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Do not cache compiled components on disk.
-    #[arg(long, conflicts_with = "cache_dir")]
-    pub no_cache: bool,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// A JUnit XML report of the project's suite on the patched tree, for
     /// the `tests_pass` property; stored in the ledger with its digest.
     #[arg(long, value_name = "FILE", conflicts_with = "test_cmd")]
@@ -258,123 +255,6 @@ pub struct TrialArgs {
     /// `sympy` (bin/test), `django` (runtests.py), `pytest` (-rA).
     #[arg(long, value_name = "RUNNER", requires = "test_cmd")]
     pub test_log_parser: Option<crate::logparse::LogParser>,
-}
-
-/// Where and under which limits the test command runs: shared by `check`
-/// and `replay` (with `--test-cmd`) and `verify --rerun-tests` (whose flag
-/// has the id `test_cmd`, so that these require it there).
-#[derive(Debug, Clone, clap::Args)]
-pub struct TestEnvArgs {
-    /// Run `--test-cmd` even when the kernel refuses the namespaces of its
-    /// sandbox: as this user, with this user's files and network (the
-    /// record says `sandbox: "none"`). `--allow-network` is an alias.
-    #[arg(long, alias = "allow-network", requires = "test_cmd")]
-    pub allow_unsandboxed: bool,
-    /// Kill `--test-cmd` after this many seconds (the trial is then not
-    /// `review`).
-    #[arg(long, value_name = "SECONDS", requires = "test_cmd",
-          default_value_t = crate::replay::DEFAULT_TEST_TIMEOUT_SECS)]
-    pub test_timeout: u64,
-    /// Also copy the trial's test command output to stderr as it runs
-    /// (escaped). Without it the output goes only to the ledger, as
-    /// `properties/ID.test.log`, and the record keeps its last 64 KiB.
-    #[arg(long, requires = "test_cmd")]
-    pub show_test_output: bool,
-    /// Kill `--test-cmd` once it has printed more than this many MiB,
-    /// stdout and stderr together (the trial is then not `review`).
-    #[arg(long, value_name = "MIB", requires = "test_cmd",
-          default_value_t = crate::replay::DEFAULT_TEST_OUTPUT_CAP_MIB)]
-    pub test_output_cap: u64,
-    /// Kill `--test-cmd` once its processes together hold more than this
-    /// many MiB (anonymous memory plus its private `/tmp` and `/dev/shm`;
-    /// the trial is then not `review`).
-    #[arg(long, value_name = "MIB", requires = "test_cmd",
-          default_value_t = crate::replay::DEFAULT_TEST_MEMORY_MIB,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub test_memory: u64,
-    /// At most this many processes and threads of `--test-cmd` at once; a
-    /// fork past it fails inside the sandbox.
-    #[arg(long, value_name = "N", requires = "test_cmd",
-          default_value_t = crate::replay::DEFAULT_TEST_MAX_PROCS,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub test_max_procs: u64,
-    /// Show a host path read-only inside the test command's sandbox
-    /// (repeatable): a virtualenv, or an interpreter under `$HOME`, which
-    /// the sandbox otherwise hides. It may not hold the ledger, the
-    /// checkout or the compile cache.
-    #[arg(long = "test-ro", value_name = "PATH", requires = "test_cmd")]
-    pub read_only: Vec<PathBuf>,
-    /// Pass a variable to the test command (repeatable): `NAME` takes this
-    /// environment's value, `NAME=VALUE` sets one.
-    #[arg(long = "test-env", value_name = "NAME[=VALUE]", requires = "test_cmd")]
-    pub vars: Vec<String>,
-}
-
-impl TestEnvArgs {
-    /// The test command `command` under these flags, with the
-    /// configuration's `[tests]` paths and variables first.
-    pub fn command(
-        &self,
-        command: String,
-        config: &crate::config::Tests,
-        cache_dir: Option<PathBuf>,
-        hidden_cache: Option<PathBuf>,
-    ) -> Result<crate::replay::TestCommand> {
-        let mut read_only = config.read_only.clone();
-        read_only.extend(self.read_only.iter().cloned());
-        Ok(crate::replay::TestCommand {
-            command,
-            allow_unsandboxed: self.allow_unsandboxed,
-            timeout: std::time::Duration::from_secs(self.test_timeout),
-            output_cap: self.test_output_cap.saturating_mul(1 << 20),
-            memory: self.test_memory.saturating_mul(1 << 20),
-            max_procs: self.test_max_procs,
-            baseline: true,
-            // The user's cache stays out of sight even with --no-cache.
-            hidden: hidden_cache.into_iter().collect(),
-            read_only,
-            env: test_env(&self.vars, &config.env)?,
-            log_parser: None,
-            cache_dir,
-            echo: self.show_test_output,
-        })
-    }
-}
-
-/// `--test-env` values resolved: `NAME` from this environment (an error
-/// when unset), `NAME=VALUE` as given. `HOME` and `AGENT_LEDGER_JUNIT` are
-/// the sandbox's own.
-pub fn test_env(specs: &[String], config_env: &[String]) -> Result<Vec<(String, String)>> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for spec in config_env.iter().chain(specs) {
-        let (name, value) = match spec.split_once('=') {
-            Some((n, v)) => (n.to_string(), v.to_string()),
-            None => (
-                spec.clone(),
-                std::env::var(spec).map_err(|_| {
-                    Error::Usage(format!(
-                        "--test-env `{spec}`: the variable is not set in this environment (give `{spec}=VALUE`)"
-                    ))
-                })?,
-            ),
-        };
-        let valid = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(Error::Usage(format!(
-                "--test-env `{spec}`: `{name}` is not a variable name"
-            )));
-        }
-        if name == "HOME" || name == "AGENT_LEDGER_JUNIT" {
-            return Err(Error::Usage(format!(
-                "--test-env `{spec}`: `{name}` is set by the sandbox"
-            )));
-        }
-        out.retain(|(n, _)| *n != name);
-        out.push((name, value));
-    }
-    Ok(out)
 }
 
 /// The evaluator's inputs of a trial: its test patch (a file) and the
@@ -434,6 +314,9 @@ impl TrialArgs {
         &self,
         ledger: Option<&Path>,
     ) -> Result<(crate::check::TrialSpec, crate::sandbox::Lazy)> {
+        if self.test_cmd.is_none() {
+            self.test_env.limits.refuse_unused("--test-cmd")?;
+        }
         let run = crate::ledger::RunId::parse(&self.run)?;
         let (base, found_in) = match &self.base {
             Some(b) => (b.clone(), None),
@@ -477,11 +360,7 @@ impl TrialArgs {
             .as_deref()
             .map(|s| crate::clock::parse_flag("--now", s))
             .transpose()?;
-        let cache_dir = if self.no_cache {
-            None
-        } else {
-            self.cache_dir.clone().or_else(default_cache_dir)
-        };
+        let cache_dir = self.cache.dir();
         let eval_patch = match &self.eval_patch {
             Some(path) => Some(crate::evaluation::TestPatch::new(
                 crate::input::read_file(path, crate::input::BODY_CAP)?,
@@ -517,7 +396,8 @@ impl TrialArgs {
                         command,
                         &tests_config,
                         cache_dir.clone(),
-                        self.cache_dir.clone().or_else(default_cache_dir),
+                        // Hidden from the test command even with --no-cache.
+                        self.cache.at.dir(),
                     )?
                 }),
                 None => None,

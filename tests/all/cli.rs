@@ -132,3 +132,57 @@ fn errors_are_a_json_document_under_format_json() {
     assert_eq!(out.code, 64);
     assert_eq!(out.stdout, "");
 }
+
+/// The test command's limits are one flag group shared by `check`,
+/// `replay`, `verify` and `batch`; given where no test command runs, a
+/// limit is a usage error naming it, not a limit silently unused.
+#[test]
+fn a_test_limit_without_a_test_command_is_a_usage_error() {
+    let dir = tempdir();
+    for args in [
+        &[
+            "check",
+            "--run",
+            "r",
+            "--base",
+            "HEAD",
+            "--test-memory",
+            "64",
+        ][..],
+        &[
+            "replay",
+            "--run",
+            "r",
+            "--base",
+            "HEAD",
+            "--allow-unsandboxed",
+        ],
+        &["verify", "--test-timeout", "5"],
+    ] {
+        let out = run(dir.path(), args);
+        out.assert_code(64);
+        let flag = args
+            .iter()
+            .find(|a| a.starts_with("--test-") || a.starts_with("--allow"))
+            .unwrap();
+        assert!(
+            out.stderr.contains(flag)
+                && (out.stderr.contains("--test-cmd") || out.stderr.contains("--rerun-tests")),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    // `batch` takes the same flags, with the same defaults, for every
+    // trial's test command.
+    let out = run(dir.path(), &["batch", "--help"]);
+    out.assert_code(0);
+    for flag in [
+        "--test-timeout",
+        "--test-output-cap",
+        "--test-memory",
+        "--test-max-procs",
+        "[default: 1800]",
+    ] {
+        assert!(out.stdout.contains(flag), "{flag}");
+    }
+}

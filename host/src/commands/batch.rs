@@ -25,29 +25,11 @@ pub struct BatchArgs {
     /// `agent-ledger merge` combines their ledgers.
     #[arg(long, value_name = "KIND:K/N")]
     pub partition: Option<Partition>,
-    /// Where compiled plugins are cached [default: $AGENT_LEDGER_CACHE_DIR,
-    /// else the user's cache directory].
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// As `check --allow-unsandboxed`, for every trial's test command.
-    #[arg(long, alias = "allow-network")]
-    pub allow_unsandboxed: bool,
-    /// As `check --test-timeout`.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
-    pub test_timeout: u64,
-    /// As `check --test-output-cap`.
-    #[arg(long, value_name = "MIB", default_value_t = 16)]
-    pub test_output_cap: u64,
-    /// As `check --test-memory`.
-    #[arg(long, value_name = "MIB",
-          default_value_t = crate::replay::DEFAULT_TEST_MEMORY_MIB,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub test_memory: u64,
-    /// As `check --test-max-procs`.
-    #[arg(long, value_name = "N",
-          default_value_t = crate::replay::DEFAULT_TEST_MAX_PROCS,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub test_max_procs: u64,
+    #[command(flatten)]
+    pub cache: crate::resolve::CacheDirArg,
+    /// The limits of every trial's test command.
+    #[command(flatten)]
+    pub limits: crate::resolve::TestLimits,
     /// As `check --no-test-baseline`.
     #[arg(long)]
     pub no_test_baseline: bool,
@@ -75,15 +57,12 @@ impl BatchArgs {
             ledger: ledger.map(Path::to_path_buf),
             partition: self.partition,
             jobs,
-            cache_dir: self
-                .cache_dir
-                .clone()
-                .or_else(crate::resolve::default_cache_dir),
-            allow_unsandboxed: self.allow_unsandboxed,
-            test_timeout: std::time::Duration::from_secs(self.test_timeout),
-            test_output_cap: self.test_output_cap.saturating_mul(1 << 20),
-            test_memory: self.test_memory.saturating_mul(1 << 20),
-            test_max_procs: self.test_max_procs,
+            cache_dir: self.cache.dir(),
+            allow_unsandboxed: self.limits.allow_unsandboxed,
+            test_timeout: self.limits.timeout(),
+            test_output_cap: self.limits.output_cap(),
+            test_memory: self.limits.memory(),
+            test_max_procs: self.limits.max_procs(),
             test_baseline: !self.no_test_baseline,
             roots: self
                 .manifest_roots

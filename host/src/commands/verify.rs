@@ -48,6 +48,9 @@ pub struct VerifyArgs {
 
 impl VerifyArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
+        if !self.rerun_tests {
+            self.test_env.limits.refuse_unused("--rerun-tests")?;
+        }
         if self.archive.is_some() && (ledger.is_some() || self.scope.config.config.is_some()) {
             return Err(Error::Usage(
                 "`verify ARCHIVE` reads the runs from the archive: drop `--ledger` and `--config`"

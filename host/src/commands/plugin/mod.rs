@@ -57,28 +57,7 @@ pub struct LimitArgs {
 }
 
 /// Where compiled components are cached.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct CacheArgs {
-    /// Where compiled components are cached [default: $AGENT_LEDGER_CACHE_DIR,
-    /// else $XDG_CACHE_HOME/agent-ledger, else ~/.cache/agent-ledger].
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Do not cache compiled components on disk.
-    #[arg(long, conflicts_with = "cache_dir")]
-    pub no_cache: bool,
-}
-
-impl CacheArgs {
-    fn dir(&self) -> Option<PathBuf> {
-        if self.no_cache {
-            None
-        } else {
-            self.cache_dir
-                .clone()
-                .or_else(crate::resolve::default_cache_dir)
-        }
-    }
-}
+pub use crate::resolve::CacheArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct TestArgs {

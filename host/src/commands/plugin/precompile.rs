@@ -21,10 +21,8 @@ pub struct PrecompileArgs {
     /// [default: every built-in property].
     #[arg(value_name = "PLUGIN")]
     pub plugins: Vec<String>,
-    /// The compile cache to fill [default: $AGENT_LEDGER_CACHE_DIR, else
-    /// $XDG_CACHE_HOME/agent-ledger, else ~/.cache/agent-ledger].
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cache: crate::resolve::CacheDirArg,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -57,15 +55,11 @@ struct Entry {
 
 impl PrecompileArgs {
     pub fn execute(self) -> Result<ExitCode> {
-        let dir = self
-            .cache_dir
-            .clone()
-            .or_else(crate::resolve::default_cache_dir)
-            .ok_or_else(|| {
-                Error::Usage(
-                    "no cache directory: pass --cache-dir or set AGENT_LEDGER_CACHE_DIR".into(),
-                )
-            })?;
+        let dir = self.cache.dir().ok_or_else(|| {
+            Error::Usage(
+                "no cache directory: pass --cache-dir or set AGENT_LEDGER_CACHE_DIR".into(),
+            )
+        })?;
         let key = crate::sandbox::cache_key_source().ok_or_else(|| {
             Error::Usage(format!(
                 "no key to authenticate cache entries: set {} or HOME",
