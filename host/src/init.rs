@@ -84,7 +84,7 @@ const TEST_DATA_DIRS: &[&str] = &["data", "resources", "files", "samples"];
 const TEST_DIRS: &[&str] = &["test", "tests", "testing", "spec", "__tests__"];
 
 /// What `init` found and wrote.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Initialised {
     pub config: PathBuf,
     pub languages: Vec<String>,

@@ -44,7 +44,7 @@ const RUN_FILES: &[(&str, &str)] = &[
 ];
 
 /// What a merge did.
-#[derive(Debug, Default, serde::Serialize)]
+#[derive(Debug, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct Merged {
     /// Files copied into the target, ledger-relative.
     pub copied: Vec<String>,

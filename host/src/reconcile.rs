@@ -20,7 +20,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 mod changed;
-mod judge;
+pub mod judge;
 
 pub use changed::{changed_against, changed_paths, parse_records, parse_status};
 pub use judge::{TraceOutcome, Trust, judge_trace, trust_note};
@@ -119,7 +119,7 @@ pub fn open_regular(
     Ok(file)
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct OpenSpan {
     pub span: String,
     pub op: String,
@@ -127,7 +127,7 @@ pub struct OpenSpan {
     pub line: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct HashMiss {
     pub path: String,
     pub span: String,
@@ -138,7 +138,7 @@ pub struct HashMiss {
 }
 
 /// A span whose `before` does not chain.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct SpanBreak {
     pub path: String,
     pub span: String,
@@ -153,7 +153,7 @@ pub struct SpanBreak {
     pub found: Option<String>,
 }
 
-#[derive(Debug, Default, serde::Serialize)]
+#[derive(Debug, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub open: Vec<OpenSpan>,
     pub ghosts: Vec<String>,
@@ -175,7 +175,7 @@ pub struct Report {
     pub agents: Vec<AgentPaths>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct AgentPaths {
     pub agent: Option<String>,
     pub paths: Vec<String>,

@@ -339,6 +339,20 @@ pub struct Listed {
     pub aborted: Option<String>,
 }
 
+/// `trace abort --format json`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Aborted<'a> {
+    pub run: &'a str,
+    /// Always true.
+    pub aborted: bool,
+    /// Left in place, with its key.
+    pub trace: &'a std::path::Path,
+    /// Left in place.
+    pub workspace: &'a std::path::Path,
+    /// The repository the workspace is a worktree of.
+    pub repo: &'a std::path::Path,
+}
+
 /// `trace list`.
 pub fn list(format: crate::output::OutputFormat) -> Result<crate::exit::ExitCode> {
     use crate::output::inert;
@@ -380,13 +394,13 @@ pub fn abort_command(
 ) -> Result<crate::exit::ExitCode> {
     use crate::output::inert;
     let reg = abort(run)?;
-    let value = serde_json::json!({
-        "run": reg.run,
-        "aborted": true,
-        "trace": reg.trace,
-        "workspace": reg.workspace,
-        "repo": reg.repo,
-    });
+    let value = Aborted {
+        run: &reg.run,
+        aborted: true,
+        trace: &reg.trace,
+        workspace: &reg.workspace,
+        repo: &reg.repo,
+    };
     crate::output::emit(format, &value, || {
         format!(
             "aborted run `{}`: it takes no more calls and is never ended\nleft in place: the trace {} (and its key), the workspace {}\nto remove the workspace: git -C {} worktree remove --force {}\n",

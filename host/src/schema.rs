@@ -36,6 +36,9 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("swebench-report", of::<crate::swebench::RunReport>()),
         ("error", of::<crate::output::ErrorDocument>()),
     ]
+    .into_iter()
+    .chain(crate::output::documents::schemas())
+    .collect()
 }
 
 /// The file name of a schema.

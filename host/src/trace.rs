@@ -252,7 +252,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Span>> {
 }
 
 /// How a trace was authenticated.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Authenticated {
     pub run: String,
     pub agent: String,
@@ -276,7 +276,7 @@ pub struct Verified {
 }
 
 /// A trace that does not verify: the line (0: the trace as a whole) and why.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Forged {
     pub line: usize,
     pub reason: String,

@@ -55,8 +55,8 @@ const CASES: &[(&str, &str, i32, Option<&str>)] = &[
         Some("binary_without_data"),
     ),
     ("binary-truncated.diff", "raw", 2, Some("binary_truncated")),
-    // A small literal declaring 300 MiB (adversarial review): refused before
-    // anything is inflated, written or hashed.
+    // A small literal declaring 300 MiB: refused before anything is
+    // inflated, written or hashed.
     ("binary-too-large.diff", "raw", 2, Some("binary_too_large")),
     ("openai-chat.json", "openai-chat", 0, None),
     (

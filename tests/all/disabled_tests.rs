@@ -1,9 +1,9 @@
-//! Tests disabled without deleting a file or an assertion (found by an
-//! adversarial review): a skip marker, a test removed from its module or its
-//! assertions rebound to no-ops, the runner's configuration changed. Each
-//! patch is made in the test from the demo base and must end `reject`
-//! (exit 4) with a finding naming the file, and the line where there is one;
-//! an honest patch beside them stays `review`.
+//! Tests disabled without deleting a file or an assertion: a skip marker, a
+//! test removed from its module or its assertions rebound to no-ops, the
+//! runner's configuration changed. Each patch is made in the test from the
+//! demo base and must end `reject` (exit 4) with a finding naming the file,
+//! and the line where there is one; an honest patch beside them stays
+//! `review`.
 
 use crate::support::*;
 use std::path::Path;

@@ -607,11 +607,11 @@ fn the_base_run_is_cached_across_processes_and_a_forged_entry_is_not_trusted() {
     assert_ne!(fourth, third, "--no-cache read the cache");
 }
 
-// Red-team round 5: the disk cache was keyed by the environment's names
-// alone. A base run in an environment without a module failed the test
-// that needs it; after the module was installed into that same
-// environment, a patch that really broke the test reused the cached base
-// run ("failed on the base revision too") and was `review`.
+// The disk cache was keyed by the environment's names alone. A base run in
+// an environment without a module failed the test that needs it; after the
+// module was installed into that same environment, a patch that really
+// broke the test reused the cached base run ("failed on the base revision
+// too") and was `review`.
 #[test]
 fn a_base_run_cached_before_the_environment_changed_is_not_reused() {
     let mut repo = repo();
@@ -698,9 +698,9 @@ fn a_base_run_cached_before_the_environment_changed_is_not_reused() {
     );
 }
 
-// The red team's third finding: the agent added a package
-// `tests/test_calc/` whose stand-in `TestCalc` Python imports instead of
-// the evaluator's `tests/test_calc.py`, leaving `add` broken: `review`.
+// The agent added a package `tests/test_calc/` whose stand-in `TestCalc`
+// Python imports instead of the evaluator's `tests/test_calc.py`, leaving
+// `add` broken: `review`.
 #[test]
 fn an_agent_file_that_shadows_the_evaluators_test_module_is_reject() {
     let repo = repo();

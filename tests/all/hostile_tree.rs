@@ -236,9 +236,9 @@ fn a_test_replaced_by_a_symlink_to_an_empty_file_is_deleted_and_weakened() {
     );
 }
 
-// Red-team finding: an assertion moved into a string that the counter read
-// as ending early (a raw string ending in `\"`) still counted, so dropping
-// it was not a weakening. Python reads the whole line as one string.
+// An assertion moved into a string that the counter read as ending early
+// (a raw string ending in `\"`) still counted, so dropping it was not a
+// weakening. Python reads the whole line as one string.
 #[test]
 fn an_assertion_moved_into_a_raw_string_is_a_weakening() {
     let repo = DemoRepo::new();

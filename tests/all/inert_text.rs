@@ -235,5 +235,10 @@ fn trace_exec_names_undeclared_paths_inert() {
     );
     out.assert_code(1);
     assert_inert("stderr", &out.stderr);
-    assert!(out.stderr.contains("evil\\u{202e}txt.sh"), "{}", out.stderr);
+    // C-quoted as git quotes it: the override's bytes in octal.
+    assert!(
+        out.stderr.contains("\"evil\\342\\200\\256txt.sh\""),
+        "{}",
+        out.stderr
+    );
 }

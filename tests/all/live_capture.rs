@@ -1327,9 +1327,9 @@ fn a_key_sent_back_escaped_or_split_across_events_is_masked_and_reported() {
     }
 }
 
-// Red-team round 5: a server that gzips its body unasked sent the key in
-// bytes no masking layer could read; the ledger kept them (gunzip gave the
-// key back) and the receipt said nothing of the key.
+// A server that gzips its body unasked sent the key in bytes no masking
+// layer could read; the ledger kept them (gunzip gave the key back) and the
+// receipt said nothing of the key.
 #[test]
 fn a_body_encoded_unasked_is_not_stored_and_the_capture_is_incomplete() {
     use std::io::Write as _;

@@ -63,9 +63,9 @@ fn a_leftover_temp_file_in_the_ledger_is_never_read_as_a_record() {
     assert!(!runs.iter().any(|r| r.contains("tmp")), "{runs:?}");
 }
 
-// Found by the fifth review's fourth round: as root, a killed check's
-// scratch directory had been given to the sandbox's user, and the next
-// run's sweep (which judges only its own user's directories) kept it.
+// As root, a killed check's scratch directory had been given to the
+// sandbox's user, and the next run's sweep (which judges only its own
+// user's directories) kept it.
 #[test]
 fn a_check_killed_while_its_test_command_runs_leaves_nothing_the_next_run_keeps() {
     use std::os::unix::fs::PermissionsExt;

@@ -102,11 +102,83 @@ pub fn run_command(mut cmd: Command, args: &[&str], stdin: Option<&[u8]>) -> Out
         let _ = child.stdin.take().unwrap().write_all(bytes);
     }
     let out = child.wait_with_output().expect("wait for agent-ledger");
-    Output {
+    let out = Output {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    check_json_output(args, &out);
+    out
+}
+
+/// Every `--format json` document any test sees is held to its command's
+/// checked-in schema (`schemas/`): the typed outputs are what they say.
+fn check_json_output(args: &[&str], out: &Output) {
+    let json =
+        args.windows(2).any(|w| w == ["--format", "json"]) || args.contains(&"--format=json");
+    if !json || out.stdout.trim().is_empty() {
+        return;
     }
+    // The subcommand's words, global flags and their values left out.
+    let mut words = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(*a, "--ledger" | "--network-isolation") {
+            it.next();
+        } else if a.starts_with('-') {
+            break;
+        } else {
+            words.push(*a);
+            if words.len() == 2 {
+                break;
+            }
+        }
+    }
+    let value: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: --format json printed no JSON document ({e}):\n{}",
+            out.stdout
+        )
+    });
+    // A failure prints the error document, unless the command's own
+    // document carries it (`batch` with a bad line, a refused plugin).
+    let failed = out.code >= 64 && value.get("error").is_some_and(|e| e.is_object());
+    let stem = if failed {
+        "error"
+    } else {
+        match words.as_slice() {
+            ["capture", ..] => "transcript",
+            ["classify", ..] => "verdict",
+            ["replay", ..] if out.code == 2 => "output-replay-incomplete",
+            ["replay", ..] => "properties",
+            ["check", ..] => "output-check",
+            ["lock", ..] => "output-lock",
+            ["pack", ..] => "archive-manifest",
+            ["report", ..] => "report-summary",
+            ["batch", ..] => "output-batch",
+            ["init", ..] => "output-init",
+            ["merge", ..] => "output-merge",
+            ["verify", ..] => "output-verify",
+            ["sign", ..] => "output-sign",
+            ["keygen", ..] => "output-keygen",
+            ["reconcile", ..] => "output-reconcile",
+            ["flake", "observe"] => "output-flake-observe",
+            ["flake", _] => "output-flake-list",
+            ["plugin", "new"] => "output-plugin-new",
+            ["plugin", "precompile"] => "output-plugin-precompile",
+            ["plugin", "inspect"] => "output-plugin-inspect",
+            ["plugin", "test"] => "output-plugin-test",
+            ["swebench", "import"] => "output-swebench-import",
+            ["trace", "begin"] => "output-trace-begin",
+            ["trace", "exec"] => "output-trace-exec",
+            ["trace", "write" | "delete"] => "output-trace-lines",
+            ["trace", "list"] => "output-trace-list",
+            ["trace", "abort"] => "output-trace-abort",
+            // `trace end` prints the patch on stdout.
+            _ => return,
+        }
+    };
+    crate::schemas::assert_matches(stem, &value);
 }
 
 /// `command` (program, arguments, directory, environment) run as the

@@ -251,9 +251,9 @@ fn the_readmes_import_configuration_loads() {
     assert_eq!(config.specs.len(), 2);
 }
 
-// The red team's fourth finding: `{version}` and `{instance_id}` went into
-// the test command unquoted, so a dataset's `version` could run a command
-// of its own (one that writes a passing report) for every instance.
+// `{version}` and `{instance_id}` went into the test command unquoted, so
+// a dataset's `version` could run a command of its own (one that writes a
+// passing report) for every instance.
 #[test]
 fn every_value_filled_into_the_test_command_is_quoted() {
     let dir = tempdir();

@@ -173,9 +173,9 @@ fn a_test_skipped_through_an_alias_of_a_skip_marker_is_reject() {
     assert!(record["test_run"]["baseline"].is_null(), "{record:#}");
 }
 
-// The runner writes the report `tests_pass` judges; the fifth review
-// changed it to leave a test out and still write a pass for it. A file the
-// test command names is protected.
+// The runner writes the report `tests_pass` judges; a patch changed it to
+// leave a test out and still write a pass for it. A file the test command
+// names is protected.
 #[test]
 fn a_runner_script_the_test_command_names_is_protected() {
     rejected_with(
@@ -210,9 +210,8 @@ fn a_test_module_moved_where_the_runner_does_not_look_is_reject() {
     );
 }
 
-// Found by the fifth review: a second test given the id of the skipped one
-// (here by setting `__module__`) passed for it, since the best fate of an
-// id counted.
+// A second test given the id of the skipped one (here by setting
+// `__module__`) passed for it, since the best fate of an id counted.
 #[test]
 fn a_test_given_the_id_of_a_skipped_one_does_not_stand_in_for_it() {
     rejected_with(
@@ -290,17 +289,16 @@ fn deleting_exempts_nothing(file: &str) {
     assert_miss(&record, "tests_pass", "", CAP_SKIPPED);
 }
 
-// Found by the fifth review: deleting any file whose stem was the first
-// segment of a class name (`.github/workflows/tests.yml` for
-// `tests.test_retry.TestBackoff`) exempted the test as "its defining file
-// was deleted".
+// Deleting any file whose stem was the first segment of a class name
+// (`.github/workflows/tests.yml` for `tests.test_retry.TestBackoff`)
+// exempted the test as "its defining file was deleted".
 #[test]
 fn deleting_a_file_that_only_shares_a_name_with_a_package_exempts_nothing() {
     deleting_exempts_nothing(".github/workflows/tests.yml");
 }
 
-// Found by the fifth review: a skip written as an attribute, not as a
-// `<skipped/>` element, read as a pass.
+// A skip written as an attribute, not as a `<skipped/>` element, read as a
+// pass.
 #[test]
 fn a_skip_written_as_an_attribute_is_a_skip() {
     for skip in [
@@ -314,9 +312,8 @@ fn a_skip_written_as_an_attribute_is_a_skip() {
     }
 }
 
-// Round 2 of the fifth review: a deleted file that shares the module's
-// path outside the test globs (`docs/tests/test_retry.rst`) still
-// exempted the test.
+// A deleted file that shares the module's path outside the test globs
+// (`docs/tests/test_retry.rst`) still exempted the test.
 #[test]
 fn deleting_a_document_named_like_a_test_module_exempts_nothing() {
     deleting_exempts_nothing("docs/tests/test_retry.rst");

@@ -673,8 +673,8 @@ fn python_hog(how: &str) -> String {
     format!("python3 -c \"import mmap, os, time; n = 300 << 20; {how}; time.sleep(10)\"")
 }
 
-// Found by the fifth review: memory the kernel keeps as shared memory, or
-// in a namespace of the command's own making, was not counted.
+// Memory the kernel keeps as shared memory, or in a namespace of the
+// command's own making, was not counted.
 #[test]
 fn a_memfd_that_is_written_and_never_mapped_counts_towards_the_cap() {
     stopped_for(
@@ -761,9 +761,8 @@ fn memory_kept_in_the_private_tmp_counts_towards_the_cap() {
     );
 }
 
-// Found while closing the fifth review: a command killed by a signal after
-// its report claimed a pass was `review` (only a non-zero exit was
-// compared with the report).
+// A command killed by a signal after its report claimed a pass was
+// `review` (only a non-zero exit was compared with the report).
 #[test]
 fn a_test_command_killed_by_a_signal_after_a_green_report_is_not_review() {
     // In the sandbox the command is its PID namespace's init, which no
@@ -784,11 +783,11 @@ fn a_test_command_killed_by_a_signal_after_a_green_report_is_not_review() {
     );
 }
 
-// Found by the fifth review's third round: as root, the sandbox's uid was
-// host uid 0, whom kernel interfaces trust without capabilities. A patch
-// pointed `kernel.core_pattern` at its own script and the kernel ran it as
-// host root; another raised its own cgroup's limits through a cgroupfs it
-// mounted in a namespace of its own. Each attack writes back what is there.
+// As root, the sandbox's uid was host uid 0, whom kernel interfaces trust
+// without capabilities. A patch pointed `kernel.core_pattern` at its own
+// script and the kernel ran it as host root; another raised its own
+// cgroup's limits through a cgroupfs it mounted in a namespace of its own.
+// Each attack writes back what is there.
 #[test]
 fn the_test_command_cannot_write_a_kernel_setting() {
     contained(
@@ -805,9 +804,9 @@ fn the_test_command_cannot_raise_its_own_cgroup_limits() {
     );
 }
 
-// Found by the fifth review's fourth round: a command that cleared its
-// init's death signal (gdb then; here the init clears its own) outlived a
-// `--test-timeout` stop, reparented to the host's init.
+// A command that cleared its init's death signal (with gdb; here the init
+// clears its own) outlived a `--test-timeout` stop, reparented to the
+// host's init.
 #[test]
 fn a_stopped_test_command_leaves_no_process_behind() {
     let trial = Trial::new();

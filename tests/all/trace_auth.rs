@@ -1851,11 +1851,11 @@ fn span_bijection_tells_a_non_utf8_path_from_a_traced_path_it_resembles() {
     );
 }
 
-// Found by the fifth review's third round (against the test command's
-// sandbox, which `trace exec` shares): as host root, a sandboxed command is
-// still host uid 0, which kernel settings trust without capabilities (it
-// pointed `kernel.core_pattern` at its own script). `trace exec` refuses to
-// run an agent's command as host root unless the operator accepts that.
+// As host root, a command in the sandbox `trace exec` shares with the test
+// command is still host uid 0, which kernel settings trust without
+// capabilities (one pointed `kernel.core_pattern` at its own script).
+// `trace exec` refuses to run an agent's command as host root unless the
+// operator accepts that.
 #[test]
 fn trace_exec_as_host_root_is_refused_unless_the_operator_accepts_it() {
     let r = Run::begin("a1");

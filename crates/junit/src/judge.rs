@@ -229,8 +229,8 @@ mod tests {
         assert!(j.failure_counts("t.test_a::test_net"));
     }
 
-    // The red team's first finding: a prefix id matched a passing and a
-    // skipped case, and was taken as passed.
+    // A prefix id matched a passing and a skipped case, and was taken as
+    // passed.
     #[test]
     fn a_required_test_with_a_skipped_or_vanished_case_does_not_pass() {
         let base = r#"<testsuite>

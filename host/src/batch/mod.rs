@@ -201,7 +201,7 @@ fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
 }
 
 /// What became of one trial.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Outcome {
     /// The manifest line (1-based).
     pub line: usize,

@@ -151,10 +151,22 @@ impl BatchArgs {
             bar.finish_and_clear();
         }
         let status = batch::exit_status(&outcomes);
-        let value = serde_json::json!({ "exit_code": status.code(), "trials": outcomes });
+        let value = Batched {
+            exit_code: status.code(),
+            trials: &outcomes,
+        };
         output::emit(self.output.format, &value, || summary(&outcomes, status))?;
         Ok(status)
     }
+}
+
+/// `batch --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Batched<'a> {
+    /// The batch's exit status: the worst trial's.
+    pub exit_code: i32,
+    /// Every trial of the manifest (this shard's), in manifest order.
+    pub trials: &'a [Outcome],
 }
 
 /// What the progress bar shows beside the counts: the verdicts so far and

@@ -7,6 +7,17 @@ use crate::output::{self, OutputArgs};
 use crate::resolve::TrialArgs;
 use std::path::Path;
 
+/// `check --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Checked<'a> {
+    /// The verdict record written.
+    pub verdict: &'a crate::record::VerdictRecord,
+    /// The property record, when the properties ran.
+    pub properties: Option<&'a crate::record::PropertyRecord>,
+    /// What the check noticed on the way (a cached base run used, ...).
+    pub notes: &'a [String],
+}
+
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     #[command(flatten)]
@@ -20,11 +31,11 @@ impl CheckArgs {
         let (spec, sandbox) = self.trial.resolve(ledger)?;
         let checked = crate::check::check(&spec, &sandbox)?;
         let props = checked.properties.as_ref().map(|p| &p.record);
-        let value = serde_json::json!({
-            "verdict": checked.verdict,
-            "properties": props,
-            "notes": checked.notes,
-        });
+        let value = Checked {
+            verdict: &checked.verdict,
+            properties: props,
+            notes: &checked.notes,
+        };
         output::emit(self.output.format, &value, || {
             output::human::check(&checked.verdict, &checked.notes, props)
         })?;

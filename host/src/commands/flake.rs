@@ -148,16 +148,57 @@ impl FlakeArgs {
     }
 }
 
+/// `flake list --format json` (and `flake prune`).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Listed<'a> {
+    /// The instant each row was judged at.
+    pub now: String,
+    pub rows: Vec<ListedRow<'a>>,
+}
+
+/// A freeze row and whether it is in force at `now`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct ListedRow<'a> {
+    #[serde(flatten)]
+    pub row: &'a Row,
+    pub status: RowStatus,
+}
+
+/// Whether a freeze row is in force.
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    /// Before its expiry.
+    Active,
+    /// At or past its expiry.
+    Expired,
+}
+
+/// `flake observe --format json`: the row written.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Frozen<'a> {
+    pub frozen: &'a Row,
+    /// The freeze file written.
+    pub file: &'a Path,
+}
+
 fn show(freeze: &FreezeFile, now: OffsetDateTime, format: OutputFormat, head: &str) -> Result<()> {
     match format {
-        OutputFormat::Json => output::print_json(&serde_json::json!({
-            "now": format_time(now),
-            "rows": freeze.rows.iter().map(|r| serde_json::json!({
-                "test": r.test, "revision": r.revision, "reason": r.reason, "expires": r.expires,
-                "observed_at": r.observed_at, "reports": r.reports, "runs": r.runs,
-                "status": if r.active(now) { "active" } else { "expired" },
-            })).collect::<Vec<_>>(),
-        })),
+        OutputFormat::Json => output::print_json(&Listed {
+            now: format_time(now),
+            rows: freeze
+                .rows
+                .iter()
+                .map(|row| ListedRow {
+                    status: if row.active(now) {
+                        RowStatus::Active
+                    } else {
+                        RowStatus::Expired
+                    },
+                    row,
+                })
+                .collect(),
+        }),
         OutputFormat::Human => {
             let mut text = head.to_string();
             if freeze.rows.is_empty() {
@@ -309,7 +350,10 @@ fn observe(
                 .iter()
                 .find(|r| r.test == test)
                 .expect("the row just written");
-            output::print_json(&serde_json::json!({ "frozen": row, "file": s.file }))?
+            output::print_json(&Frozen {
+                frozen: row,
+                file: &s.file,
+            })?
         }
         OutputFormat::Human => output::print(&format!(
             "frozen: {} until {}\n",

@@ -124,10 +124,10 @@ impl LockArgs {
             // `execute` refuses an empty root list before this.
             Locked::NoRoots => return Err(Error::Internal("no fixture roots to lock".into())),
             Locked::EmptyRoots(empty) => {
-                let value = serde_json::json!({
-                    "result": "fixture_mismatch",
-                    "empty_roots": empty,
-                });
+                let value = LockOutput::Empty {
+                    result: LockResult::FixtureMismatch,
+                    empty_roots: &empty,
+                };
                 output::emit(self.output.format, &value, || {
                     format!(
                         "fixture_mismatch: fixture root(s) {} hold no files; no lock was written\n",
@@ -142,13 +142,13 @@ impl LockArgs {
             }
         };
         let record = &lock.record;
-        let value = serde_json::json!({
-            "run_id": record.run_id,
-            "lock": lock.path,
-            "sha256": lock.sha256,
-            "count": record.count,
-            "dir_hash": record.dir_hash,
-        });
+        let value = LockOutput::Written {
+            run_id: &record.run_id,
+            lock: &lock.path,
+            sha256: &lock.sha256,
+            count: record.count,
+            dir_hash: &record.dir_hash,
+        };
         output::emit(self.output.format, &value, || {
             format!(
                 "locked {} file(s) under {} for run {} (dirHash {})\n",
@@ -177,13 +177,15 @@ impl LockArgs {
         let scanned = scan(&resolved.root, &roots)?;
         let drift = compare(&loaded.record.files, &scanned.entries);
         let matches = drift.is_empty() && !loaded.record.files.is_empty();
-        let value = serde_json::json!({
-            "result": if matches { "match" } else { "fixture_mismatch" },
-            "lock": lockfile,
-            "added": drift.added,
-            "removed": drift.removed,
-            "changed": drift.changed,
-        });
+        let value = LockOutput::Compared {
+            result: if matches {
+                LockResult::Match
+            } else {
+                LockResult::FixtureMismatch
+            },
+            lock: lockfile,
+            drift: &drift,
+        };
         output::emit(self.output.format, &value, || {
             let mut text = if matches {
                 format!("match: {} file(s) as locked\n", loaded.record.count)
@@ -209,4 +211,47 @@ impl LockArgs {
             ExitCode::FixtureMismatch
         })
     }
+}
+
+/// `lock --format json`: one of three documents.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum LockOutput<'a> {
+    /// A lock was written.
+    Written {
+        run_id: &'a str,
+        /// The lock record's path.
+        lock: &'a Path,
+        /// sha256 of the lock record.
+        sha256: &'a str,
+        /// Files locked.
+        count: u64,
+        /// The roots' `dirHash` (see the fixture-lock schema).
+        dir_hash: &'a str,
+    },
+    /// No lock was written: these roots hold no files.
+    Empty {
+        /// Always `fixture_mismatch`.
+        result: LockResult,
+        empty_roots: &'a [String],
+    },
+    /// `lock --compare`: the tree against a lock.
+    Compared {
+        result: LockResult,
+        /// The lock compared with.
+        lock: &'a Path,
+        /// Paths added, removed and changed since the lock.
+        #[serde(flatten)]
+        drift: &'a crate::record::Drift,
+    },
+}
+
+/// What `lock` found.
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LockResult {
+    /// The tree is as locked.
+    Match,
+    /// It is not, or there was nothing to lock.
+    FixtureMismatch,
 }

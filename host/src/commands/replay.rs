@@ -22,11 +22,11 @@ impl ReplayArgs {
         let (spec, sandbox) = self.trial.resolve(ledger)?;
         let transcript = chain::require_transcript(&spec.ledger, &spec.run)?;
         if !transcript.loaded.record.complete {
-            let value = serde_json::json!({
-                "result": "incomplete",
-                "run_id": spec.run.as_str(),
-                "reasons": transcript.loaded.record.reasons,
-            });
+            let value = NotReplayed {
+                result: crate::record::CaptureVerdict::Incomplete,
+                run_id: spec.run.as_str(),
+                reasons: &transcript.loaded.record.reasons,
+            };
             output::emit(self.output.format, &value, || {
                 format!(
                     "incomplete: the transcript of run {} is incomplete; properties not run\n",
@@ -49,4 +49,15 @@ impl ReplayArgs {
         })?;
         Ok(property_exit(&props.record))
     }
+}
+
+/// `replay --format json` of a run whose transcript is incomplete: no
+/// property ran (otherwise `replay` prints the property record).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct NotReplayed<'a> {
+    /// Always `incomplete`.
+    pub result: crate::record::CaptureVerdict,
+    pub run_id: &'a str,
+    /// The receipt's reasons.
+    pub reasons: &'a [crate::record::Reason],
 }

@@ -49,9 +49,11 @@ impl SignArgs {
         let path = ledger.signature(&run);
         ledger::write_new(&path, &bytes)?;
         match self.output.format {
-            OutputFormat::Json => output::print_json(
-                &serde_json::json!({ "signature": path, "keyid": envelope.signatures[0].keyid, "statement": statement }),
-            )?,
+            OutputFormat::Json => output::print_json(&Signed {
+                signature: &path,
+                keyid: &envelope.signatures[0].keyid,
+                statement: &statement,
+            })?,
             OutputFormat::Human => output::print(&format!(
                 "signed: {} verdict of run {run} with key {} -> {}\n",
                 verdict.record.verdict.as_str(),
@@ -79,9 +81,11 @@ impl KeygenArgs {
     pub fn execute(self) -> Result<ExitCode> {
         let id = crate::sign::keygen(&self.secret, &self.public)?;
         match self.output.format {
-            OutputFormat::Json => output::print_json(
-                &serde_json::json!({ "keyid": id, "secret": self.secret, "public": self.public }),
-            )?,
+            OutputFormat::Json => output::print_json(&KeyMade {
+                keyid: &id,
+                secret: &self.secret,
+                public: &self.public,
+            })?,
             OutputFormat::Human => output::print(&format!(
                 "key {id}\n  secret: {}\n  public: {}\n",
                 inert(&self.secret.display().to_string()),
@@ -90,4 +94,26 @@ impl KeygenArgs {
         }
         Ok(ExitCode::Ok)
     }
+}
+
+/// `sign --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Signed<'a> {
+    /// The signature envelope written (`signatures/ID.json`).
+    pub signature: &'a std::path::Path,
+    /// The signing key's id.
+    pub keyid: &'a str,
+    /// The in-toto statement signed (see `signature-envelope`).
+    pub statement: &'a serde_json::Value,
+}
+
+/// `keygen --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct KeyMade<'a> {
+    /// The key's id (sha256 of its public key).
+    pub keyid: &'a str,
+    /// The secret key file (0600).
+    pub secret: &'a std::path::Path,
+    /// The public key file.
+    pub public: &'a std::path::Path,
 }

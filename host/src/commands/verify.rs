@@ -127,11 +127,11 @@ impl VerifyArgs {
         }
         let reports: Vec<_> = runs.iter().map(|run| verifier.verify(run)).collect();
         let verified = archive_problems.is_empty() && reports.iter().all(|r| r.ok);
-        let value = serde_json::json!({
-            "verified": verified,
-            "archive_problems": archive_problems,
-            "runs": reports,
-        });
+        let value = Verified {
+            verified,
+            archive_problems: &archive_problems,
+            runs: &reports,
+        };
         output::emit(self.output.format, &value, || {
             output::human::verify(&archive_problems, &reports)
         })?;
@@ -141,4 +141,15 @@ impl VerifyArgs {
             ExitCode::VerifyFailed
         })
     }
+}
+
+/// `verify --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Verified<'a> {
+    /// Every run verified and the archive (if any) is whole.
+    pub verified: bool,
+    /// What is wrong with the archive itself (`verify ARCHIVE`).
+    pub archive_problems: &'a [String],
+    /// Each run's findings.
+    pub runs: &'a [crate::verify::RunReport],
 }

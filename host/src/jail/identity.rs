@@ -85,9 +85,10 @@ pub(crate) fn drop_thread_to(id: u32) -> std::io::Result<()> {
 
 /// The host uid (and gid) one run of the test command gets as root: one of
 /// 2^20 from [`SANDBOX_HOST_ID`] up, by this process and a count, so that
-/// runs side by side do not share the kernel's per-user limits (a fourth
-/// review exhausted another trial's inotify instances through the one uid
-/// they shared).
+/// runs side by side do not share the kernel's per-user limits (one run
+/// exhausted another trial's inotify instances through the one uid they
+/// shared; docs/design/threat-model.md, "What each layer guarantees", "The
+/// test command").
 /// Within one process a uid is never given to two runs that overlap: the
 /// 16 slots of this process are taken and given back ([`HostId`]); a run
 /// past 16 at once waits for a slot.

@@ -120,8 +120,9 @@ impl Jail<'_> {
                     // namespace's init: the kernel then kills every
                     // process left in that namespace), then the sandbox's
                     // own helper. Not the helper alone: a command can clear
-                    // its init's death signal (a fourth review did, with
-                    // gdb) and outlive it.
+                    // its init's death signal (with gdb, say) and outlive
+                    // it (`tests/all/test_sandbox.rs`,
+                    // `a_stopped_test_command_leaves_no_process_behind`).
                     kill_children(child.id());
                     let _ = child.kill();
                 }

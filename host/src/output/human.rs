@@ -204,7 +204,7 @@ pub fn verify(archive_problems: &[String], reports: &[RunReport]) -> String {
             text.push_str(&format!(
                 "ok      {} (signature: {})\n",
                 inert(&report.run_id),
-                inert(&report.signature)
+                report.signature.as_str()
             ));
         } else {
             failed += 1;

@@ -3,7 +3,10 @@
 //! judgement is already made, so the command still exits with its verdict
 //! code rather than 0, which would be a false green.
 
+pub mod documents;
 pub mod human;
+
+pub use documents::Document;
 
 use crate::exit::{Error, Result};
 use std::borrow::Cow;
@@ -40,7 +43,7 @@ pub fn print(text: &str) -> Result<()> {
 /// no error document follows it.
 static JSON_PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+pub fn print_json<T: Document + ?Sized>(value: &T) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::Internal(format!("cannot serialise output: {e}")))?;
     text.push('\n');
@@ -54,7 +57,7 @@ pub fn json_printed() -> bool {
 }
 
 /// Prints `value` as JSON or `text()` for people, as `format` asks.
-pub fn emit<T: serde::Serialize>(
+pub fn emit<T: Document + ?Sized>(
     format: OutputFormat,
     value: &T,
     text: impl FnOnce() -> String,

@@ -35,8 +35,62 @@ pub fn trust_note(auth: Option<&Authenticated>) -> String {
 pub struct TraceOutcome {
     pub code: ExitCode,
     pub auth: Option<Authenticated>,
-    pub value: serde_json::Value,
+    pub value: Reconciled,
     pub human: String,
+}
+
+/// `reconcile --format json` (and `trace end`'s judgement).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Reconciled {
+    /// The trace verified (or carries no key) and was judged.
+    Judged {
+        result: ReconcileResult,
+        exit_code: i32,
+        report: Box<crate::reconcile::Report>,
+        /// How the trace was authenticated; null without a begin line.
+        authenticated: Option<Authenticated>,
+        /// What the judgement can be trusted for, in a sentence.
+        trust: String,
+    },
+    /// A line of a keyed trace does not verify.
+    Forged {
+        /// Always `forged`.
+        result: ReconcileResult,
+        exit_code: i32,
+        trace: String,
+        /// The line (0: the trace as a whole).
+        line: usize,
+        reason: String,
+    },
+}
+
+/// What `reconcile` concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconcileResult {
+    /// The trace and the tree agree (exit 0).
+    Reconciled,
+    /// A ghost, phantom, hash miss, break, alias or agent overlap (exit 1).
+    Mismatch,
+    /// A span is still open (exit 2).
+    OpenSpans,
+    /// `--require-mutation`, and nothing was changed (exit 3).
+    NoMutation,
+    /// A line does not verify under the run's key (exit 5).
+    Forged,
+}
+
+impl ReconcileResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReconcileResult::Reconciled => "reconciled",
+            ReconcileResult::Mismatch => "mismatch",
+            ReconcileResult::OpenSpans => "open_spans",
+            ReconcileResult::NoMutation => "no_mutation",
+            ReconcileResult::Forged => "forged",
+        }
+    }
 }
 
 impl TraceOutcome {
@@ -108,38 +162,38 @@ pub fn judge_trace(
         tree,
     )?;
     let (code, result) = if !report.open.is_empty() {
-        (ExitCode::OpenSpans, "open_spans")
+        (ExitCode::OpenSpans, ReconcileResult::OpenSpans)
     } else if report.mismatch() {
-        (ExitCode::Mismatch, "mismatch")
+        (ExitCode::Mismatch, ReconcileResult::Mismatch)
     } else if require_mutation && report.changed == 0 && report.mutating_spans == 0 {
-        (ExitCode::NoMutation, "no_mutation")
+        (ExitCode::NoMutation, ReconcileResult::NoMutation)
     } else {
-        (ExitCode::Ok, "reconciled")
+        (ExitCode::Ok, ReconcileResult::Reconciled)
     };
     let trust = trust_note(verified.auth.as_ref());
-    let value = serde_json::json!({
-        "result": result,
-        "exit_code": code.code(),
-        "report": report,
-        "authenticated": verified.auth,
-        "trust": trust,
-    });
+    let human = output::human::reconcile(&report, result.as_str(), &trust);
     Ok(TraceOutcome {
         code,
-        auth: verified.auth,
-        value,
-        human: output::human::reconcile(&report, result, &trust),
+        auth: verified.auth.clone(),
+        value: Reconciled::Judged {
+            result,
+            exit_code: code.code(),
+            report: Box::new(report),
+            authenticated: verified.auth,
+            trust,
+        },
+        human,
     })
 }
 
 fn forged_outcome(trace: &Path, forged: &Forged) -> TraceOutcome {
-    let value = serde_json::json!({
-        "result": "forged",
-        "exit_code": ExitCode::TraceForged.code(),
-        "trace": trace.display().to_string(),
-        "line": forged.line,
-        "reason": forged.reason,
-    });
+    let value = Reconciled::Forged {
+        result: ReconcileResult::Forged,
+        exit_code: ExitCode::TraceForged.code(),
+        trace: trace.display().to_string(),
+        line: forged.line,
+        reason: forged.reason.clone(),
+    };
     let human = format!(
         "forged: the trace `{}` does not verify: {}\n",
         output::inert(&trace.display().to_string()),

@@ -9,12 +9,15 @@
 //! roots, and this build's version; and by what the command would find
 //! outside its tree, told by metadata, not contents: the inode, size, mode,
 //! mtime and ctime of every entry of each `PATH` directory and of every
-//! file under each `--test-ro` path (red-team round 5: keyed by `PATH`'s
-//! name alone, a run in another virtualenv reused a base run that failed
-//! for want of a module, and excused the patch's own failure of that
-//! test). An upgrade elsewhere (a system library under `/usr/lib` alone)
-//! is not seen: `--no-cache` or a new cache directory after one. Entries are sealed with the
-//! per-user key of the compile cache (HMAC-SHA256): one that does not
+//! file under each `--test-ro` path (keyed by `PATH`'s name alone, a run
+//! in another virtualenv reused a base run that failed for want of a
+//! module, and excused the patch's own failure of that test:
+//! `tests/all/evaluation.rs`,
+//! `a_base_run_cached_before_the_environment_changed_is_not_reused`). An
+//! upgrade elsewhere (a system library under `/usr/lib` alone) is not
+//! seen: `--no-cache` or a new cache directory after one
+//! (docs/design/threat-model.md, "Known limits"). Entries are sealed with
+//! the per-user key of the compile cache (HMAC-SHA256): one that does not
 //! verify is ignored and the base runs again. Only a run that finished on
 //! its own and wrote a report is cached: a timeout under load is never
 //! kept.

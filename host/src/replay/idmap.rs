@@ -6,9 +6,10 @@
 //! show them as nobody's, and the kernel refuses to copy up a file whose
 //! owner the namespace cannot name. Giving them to the run's user is not an
 //! option: they are shared with the base, the property trees and every
-//! other run, concurrent ones of other users included (a red-team round had
-//! one run's `chown` take a running baseline's files away, fail its tests
-//! and so excuse a later patch's failures).
+//! other run, concurrent ones of other users included (one run's `chown`
+//! took a running baseline's files away, failed its tests and so excused a
+//! later patch's failures; docs/design/threat-model.md, "What each layer
+//! guarantees", "The test command").
 //!
 //! So nothing is chowned: the tree is mounted once more, idmapped (Linux
 //! 5.12 and later), so that through this one mount root's files are the

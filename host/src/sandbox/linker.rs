@@ -64,7 +64,7 @@ pub const STUBBED_PREFIXES: &[&str] = &["wasi:sockets/", "wasi:http/"];
 pub const HOST_WASI_VERSION: &str = "0.2.12";
 
 /// What the host does with one import of a component.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Disposition {
     /// Linked to the host's implementation.
@@ -76,7 +76,7 @@ pub enum Disposition {
 }
 
 /// One import of a component, by its full name (`wasi:io/streams@0.2.9`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Import {
     pub name: String,
     pub disposition: Disposition,

@@ -21,14 +21,13 @@ mod rerun;
 use rerun::Archived;
 
 /// What verifying one run found.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub run_id: String,
     pub ok: bool,
     pub failures: Vec<String>,
-    /// `valid` (under a trusted key), `absent`, or `unchecked` (no trusted
-    /// key given); an invalid signature is a failure.
-    pub signature: String,
+    /// What became of the run's signature; an invalid one is a failure.
+    pub signature: SignatureCheck,
     /// Which evidence this verification computed again and which it took
     /// from the records as written.
     pub evidence: Evidence,
@@ -38,7 +37,29 @@ pub struct RunReport {
 /// is bound to the run by the records' digests only, so a record replaced
 /// and relinked as a whole is caught by nothing but a signature under a
 /// trusted key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+/// What `verify` found of a run's signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SignatureCheck {
+    /// Valid under a trusted key.
+    Valid,
+    /// The run has none.
+    Absent,
+    /// It has one, and no trusted key was given to check it.
+    Unchecked,
+}
+
+impl SignatureCheck {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureCheck::Valid => "valid",
+            SignatureCheck::Absent => "absent",
+            SignatureCheck::Unchecked => "unchecked",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub recomputed: Vec<String>,
     pub from_records: Vec<String>,
@@ -112,7 +133,7 @@ impl<'a> Verifier<'a> {
 
     pub fn verify(&mut self, run: &str) -> RunReport {
         let mut failures = Vec::new();
-        let mut signature = "absent".to_string();
+        let mut signature = SignatureCheck::Absent;
         let mut evidence = Evidence::default();
         match RunId::parse(run) {
             Ok(id) => self.verify_run(&id, &mut failures, &mut signature, &mut evidence),
@@ -131,7 +152,7 @@ impl<'a> Verifier<'a> {
         &mut self,
         run: &RunId,
         failures: &mut Vec<String>,
-        signature: &mut String,
+        signature: &mut SignatureCheck,
         evidence: &mut Evidence,
     ) {
         let l = self.ledger.clone();
@@ -358,7 +379,7 @@ impl<'a> Verifier<'a> {
         patch: Option<&[u8]>,
         verdict: Option<&Loaded<VerdictRecord>>,
         failures: &mut Vec<String>,
-        state: &mut String,
+        state: &mut SignatureCheck,
     ) {
         let path = self.ledger.signature(run);
         let bytes = match crate::input::read_file(&path, crate::input::RECORD_CAP) {
@@ -379,7 +400,7 @@ impl<'a> Verifier<'a> {
                 failures
                     .push("signature: present, but no --trusted-key to check it against".into());
             }
-            *state = "unchecked".into();
+            *state = SignatureCheck::Unchecked;
             return;
         }
         let statement = match crate::sign::open(&bytes, &self.trusted) {
@@ -403,7 +424,7 @@ impl<'a> Verifier<'a> {
             failures.push("signature: the signed statement does not match the records on file (subject, verdict or record digests differ)".into());
             return;
         }
-        *state = "valid".into();
+        *state = SignatureCheck::Valid;
     }
 
     #[allow(clippy::too_many_arguments)]

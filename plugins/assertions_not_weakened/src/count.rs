@@ -443,7 +443,8 @@ mod tests {
 
     #[test]
     fn assertions_hidden_in_strings_do_not_count() {
-        // Each is one string to its language's own parser (red-team cases).
+        // Each hides an assertion in what is one string to its language's
+        // own parser.
         let python = "x = r\"\\\" self.assertEqual(a, 1) \"\n";
         assert_eq!(count_assertions(Lang::Python, python), 0, "{python}");
         let fstring = "x = f\"{'}'} self.assertEqual(a, 1) \"\nassert y\n";

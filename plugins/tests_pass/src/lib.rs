@@ -336,8 +336,8 @@ mod tests {
             "com.x.FooTest",
             "src/test/java/com/x/FooTest.java"
         ));
-        // A file whose stem is the first segment only (round 5's deletion
-        // of `.github/workflows/tests.yml`) merely could.
+        // A file whose stem is the first segment only (deleting
+        // `.github/workflows/tests.yml` exempted the test) merely could.
         assert!(could_define(
             "tests.test_retry.TestBackoff",
             ".github/workflows/tests.yml"

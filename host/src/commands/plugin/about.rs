@@ -8,8 +8,8 @@ use serde::Serialize;
 use std::path::Path;
 
 /// What `plugin inspect` prints, and the head of what `plugin test` prints.
-#[derive(Debug, Serialize)]
-pub(super) struct About {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct About {
     pub(super) plugin: String,
     sha256: String,
     /// What it says about itself; absent when it was refused.

@@ -10,9 +10,9 @@
 //! `inspect` loads a plugin and asks it to describe itself, without running
 //! `check`.
 
-mod about;
-mod new;
-mod precompile;
+pub mod about;
+pub mod new;
+pub mod precompile;
 
 use about::{About, hints, indented};
 
@@ -165,8 +165,8 @@ impl InspectArgs {
 }
 
 /// What `plugin test` prints.
-#[derive(Debug, Serialize)]
-struct Tested {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Tested {
     #[serde(flatten)]
     about: About,
     /// Absent when the plugin was refused (it never ran).
@@ -174,7 +174,7 @@ struct Tested {
     run: Option<Run>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct Run {
     outcome: Outcome,
     findings: Vec<Finding>,

@@ -30,14 +30,14 @@ impl NewArgs {
         let build = self.lang.build_command();
         let component = dir.join(self.lang.component(&self.name));
         match self.output.format {
-            OutputFormat::Json => output::print_json(&serde_json::json!({
-                "name": self.name,
-                "lang": self.lang.as_str(),
-                "dir": dir,
-                "files": files.iter().map(|f| f.path).collect::<Vec<_>>(),
-                "build": build,
-                "component": component,
-            }))?,
+            OutputFormat::Json => output::print_json(&Created {
+                name: &self.name,
+                lang: self.lang.as_str(),
+                dir: &dir,
+                files: files.iter().map(|f| f.path).collect(),
+                build,
+                component: &component,
+            })?,
             OutputFormat::Human => {
                 let dir = dir.display().to_string();
                 let dir = inert(&dir);
@@ -55,4 +55,21 @@ impl NewArgs {
         }
         Ok(ExitCode::Ok)
     }
+}
+
+/// `plugin new --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Created<'a> {
+    /// The property's name.
+    pub name: &'a str,
+    /// `rust`, `python` or `javascript`.
+    pub lang: &'static str,
+    /// The project directory written.
+    pub dir: &'a std::path::Path,
+    /// The files written, relative to `dir`.
+    pub files: Vec<&'static str>,
+    /// The one command that builds the component, run in `dir`.
+    pub build: &'static str,
+    /// The component the build writes.
+    pub component: &'a std::path::Path,
 }

@@ -28,8 +28,8 @@ pub struct PrecompileArgs {
 }
 
 /// What `plugin precompile` prints.
-#[derive(Debug, Serialize)]
-struct Report {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Report {
     cache_dir: String,
     /// Where the key that authenticates the entries comes from: the
     /// `AGENT_LEDGER_CACHE_KEY` variable or the per-user key file's path.
@@ -37,7 +37,7 @@ struct Report {
     plugins: Vec<Entry>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct Entry {
     plugin: String,
     sha256: String,

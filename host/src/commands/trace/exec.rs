@@ -75,9 +75,10 @@ pub(super) fn run_sandboxed(
     // As host root the agent's command would still be host uid 0 in the
     // sandbox (it writes the operator's own workspace, so it cannot be
     // another user as the test command is), and kernel interfaces trust
-    // uid 0 without capabilities: a review had such a command point
-    // `kernel.core_pattern` at its own script, which the kernel ran as
-    // host root.
+    // uid 0 without capabilities: such a command pointed `kernel.core_pattern`
+    // at its own script, which the kernel ran as host root
+    // (`tests/all/trace_auth.rs`,
+    // `trace_exec_as_host_root_is_refused_unless_the_operator_accepts_it`).
     if crate::jail::host_root() && !root_agent_allowed() {
         return Err(Error::Refused(
             "trace exec runs the agent's command as this user, and this user is root: in the sandbox it would still be host uid 0, which kernel settings and control files trust without capabilities (a command could run code as host root). Run agent-ledger as an unprivileged user, or set AGENT_LEDGER_ALLOW_ROOT_AGENT=1 to accept that".into(),
@@ -250,12 +251,12 @@ pub(super) fn exec(
         ExitCode::CommandFailed
     };
     if at.output.format == OutputFormat::Json {
-        output::print_json(&serde_json::json!({
-            "spans": closed,
-            "undeclared": undeclared,
-            "command_exit_code": ran.as_ref().ok(),
-            "exit_code": code.code(),
-        }))?;
+        output::print_json(&Executed {
+            spans: &closed,
+            undeclared: &undeclared,
+            command_exit_code: ran.as_ref().ok().copied(),
+            exit_code: code.code(),
+        })?;
     }
     if !undeclared.is_empty() {
         eprintln!("error: the command changed paths it did not declare with --writes:");
@@ -271,4 +272,18 @@ pub(super) fn exec(
         );
     }
     Ok(code)
+}
+
+/// `trace exec --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Executed<'a> {
+    /// The close line of each span, in order.
+    pub spans: &'a [agent_ledger_trace::Line],
+    /// Paths the command changed without declaring them (`--writes`).
+    pub undeclared: &'a [String],
+    /// The command's own exit code; null when it was killed by a signal.
+    pub command_exit_code: Option<i32>,
+    /// `trace exec`'s exit code: 0, 1 (undeclared changes) or 6 (the
+    /// command failed).
+    pub exit_code: i32,
 }

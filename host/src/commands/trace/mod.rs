@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-mod exec;
-mod session;
+pub mod exec;
+pub mod session;
 
 use exec::*;
 use session::*;
@@ -344,7 +344,7 @@ fn close(at: &Where, open: &Line, after: Option<String>, error: Option<String>) 
 /// Reports a closed span: silent for people, the close line for machines.
 fn report(at: &Where, lines: &[Line]) -> Result<()> {
     match at.output.format {
-        OutputFormat::Json => output::print_json(&lines),
+        OutputFormat::Json => output::print_json(lines),
         OutputFormat::Human => Ok(()),
     }
 }

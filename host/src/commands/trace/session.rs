@@ -175,16 +175,16 @@ pub(super) fn begin(
         let _ = std::fs::remove_file(&trace_abs);
         return Err(e);
     }
-    let value = serde_json::json!({
-        "run": run,
-        "agent": agent,
-        "workspace": workspace,
-        "base": base,
-        "trace": trace_abs,
-        "key_file": key_fd.is_none().then_some(&key_file),
-        "key_fd": key_fd,
-        "key_sha256": key.sha256(),
-    });
+    let value = Begun {
+        run: &run,
+        agent,
+        workspace: &workspace,
+        base: &base,
+        trace: &trace_abs,
+        key_file: key_fd.is_none().then_some(key_file.as_path()),
+        key_fd,
+        key_sha256: key.sha256(),
+    };
     output::emit(format, &value, || {
         format!(
             "began run `{}` for agent `{}`\nworkspace: {} (at {})\ntrace: {} (key: {}, sha256 {})\nexport AGENT_LEDGER_TRACE={}\n",
@@ -356,4 +356,25 @@ pub(super) fn tree_patch(git: &crate::git::Repo, base: &str, tree: &str) -> Resu
         &format!("diff in the workspace `{}`", git.root.display()),
     )?;
     Ok(out.stdout)
+}
+
+/// `trace begin --format json`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Begun<'a> {
+    /// The run id.
+    pub run: &'a str,
+    /// The agent the run is for.
+    pub agent: &'a str,
+    /// The workspace (a git worktree at `base`) the agent works in.
+    pub workspace: &'a std::path::Path,
+    /// The commit the workspace was made at.
+    pub base: &'a str,
+    /// The trace file (`AGENT_LEDGER_TRACE`).
+    pub trace: &'a std::path::Path,
+    /// The run's key file; null when it went to `key_fd`.
+    pub key_file: Option<&'a std::path::Path>,
+    /// The descriptor the key was written to (`--key-fd`).
+    pub key_fd: Option<i32>,
+    /// sha256 of the key (never the key).
+    pub key_sha256: String,
 }

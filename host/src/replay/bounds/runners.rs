@@ -225,8 +225,9 @@ pub(super) fn ran_by<'a, 'w>(
 
 /// The files of the base tree a test command runs or reads: its runner,
 /// which writes the report `tests_pass` judges, so a patch that changes it
-/// could make the report claim anything (a fifth review changed
-/// `run_tests.py` to write passes for tests it left out). Counted: the
+/// could make the report claim anything (a patch changed `run_tests.py` to
+/// write passes for tests it left out: `tests/all/test_baseline.rs`,
+/// `a_runner_script_the_test_command_names_is_protected`). Counted: the
 /// file a segment runs (`./ci/test.sh`, the script after an interpreter,
 /// `-m module` for Python), the file a task runner reads (`Makefile` for
 /// `make`, `justfile`, `noxfile.py`, `tasks.py`, `Rakefile`), and any other
@@ -318,8 +319,9 @@ impl Scan<'_> {
     }
 
     /// Reads the commands in a file the command runs: a Makefile's
-    /// recipes, a script's lines (a fourth review had `make test` and
-    /// `./ci/test.sh` run a runner that was not protected).
+    /// recipes, a script's lines (`make test` and `./ci/test.sh` ran a
+    /// runner that was not protected: `host/src/replay/bounds/tests.rs`,
+    /// `what_a_makefile_a_script_or_a_package_script_runs_is_the_runner_too`).
     fn follow(&mut self, file: &Path, cwd: &Path, depth: usize) {
         if depth >= FOLLOW_DEPTH || !self.followed.insert(file.to_path_buf()) {
             return;

@@ -30,7 +30,7 @@ fn the_files_a_test_command_runs_are_its_runner_unless_they_are_tests() {
         runners("sh ../run_tests.py /tmp/run_tests.py --x=run_tests.py"),
         Vec::<String>::new()
     );
-    // Round 2 of the fifth review: each of these left the runner open.
+    // Each of these left the runner open.
     assert_eq!(runners("python3 -m run_tests"), ["run_tests.py"]);
     assert_eq!(
         runners("python3.11 -u tests/runner.py"),
@@ -40,8 +40,7 @@ fn the_files_a_test_command_runs_are_its_runner_unless_they_are_tests() {
     assert_eq!(runners("make -C scripts test"), ["scripts/Makefile"]);
     std::os::unix::fs::symlink("scripts/t.sh", base.path().join("run.sh")).unwrap();
     assert_eq!(runners("bash run.sh"), ["run.sh", "scripts/t.sh"]);
-    // Round 3: wrappers, a shell's `-c`, interpreter options that take
-    // an argument.
+    // Wrappers, a shell's `-c`, interpreter options that take an argument.
     for cmd in [
         "timeout 600 python3 tests/runner.py",
         "env PYTHONDONTWRITEBYTECODE=1 python3 tests/runner.py",
@@ -62,8 +61,7 @@ fn the_files_a_test_command_runs_are_its_runner_unless_they_are_tests() {
 
 #[test]
 fn what_a_makefile_a_script_or_a_package_script_runs_is_the_runner_too() {
-    // Round 4 of the fifth review: each of these ran a runner under
-    // the test globs that no rule named.
+    // Each of these ran a runner under the test globs that no rule named.
     let base = tempfile::tempdir().unwrap();
     let file = |rel: &str, text: &str| {
         let p = base.path().join(rel);

@@ -1,0 +1,70 @@
+//! The JSON documents commands print under `--format json`: each a typed
+//! struct, and [`Document`] is implemented only here, through one list
+//! that also names each document's schema (`schemas/output-NAME.schema.json`
+//! for the documents that are not records; see `crate::schema`).
+//! `output::emit` and `output::print_json` take nothing else, so no command
+//! prints an ad-hoc `json!` value.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A JSON document a command prints; its schema is in `schemas/`.
+pub trait Document: Serialize {}
+
+macro_rules! documents {
+    (
+        schemas: { $($stem:literal => $ty:ty),* $(,)? }
+        records: { $($record:ty),* $(,)? }
+    ) => {
+        $(impl Document for $ty {})*
+        // Records (and the report summary) have their schemas already.
+        $(impl Document for $record {})*
+
+        /// The schema of every command output that is not a record, by
+        /// file stem.
+        pub fn schemas() -> Vec<(&'static str, Value)> {
+            fn of<T: JsonSchema + ?Sized>() -> Value {
+                serde_json::to_value(schemars::schema_for!(T)).expect("a schema serialises")
+            }
+            vec![$(($stem, of::<$ty>())),*]
+        }
+    };
+}
+
+use crate::commands as c;
+
+documents! {
+    schemas: {
+        "output-batch" => c::batch::Batched<'_>,
+        "output-check" => c::check::Checked<'_>,
+        "output-flake-list" => c::flake::Listed<'_>,
+        "output-flake-observe" => c::flake::Frozen<'_>,
+        "output-init" => crate::init::Initialised,
+        "output-lock" => c::lock::LockOutput<'_>,
+        "output-merge" => crate::merge::Merged,
+        "output-plugin-new" => c::plugin::new::Created<'_>,
+        "output-plugin-precompile" => c::plugin::precompile::Report,
+        "output-plugin-inspect" => c::plugin::about::About,
+        "output-plugin-test" => c::plugin::Tested,
+        "output-replay-incomplete" => c::replay::NotReplayed<'_>,
+        "output-sign" => c::sign::Signed<'_>,
+        "output-keygen" => c::sign::KeyMade<'_>,
+        "output-trace-begin" => c::trace::session::Begun<'_>,
+        "output-trace-exec" => c::trace::exec::Executed<'_>,
+        "output-trace-lines" => [agent_ledger_trace::Line],
+        "output-trace-list" => Vec<crate::runs::Listed>,
+        "output-trace-abort" => crate::runs::Aborted<'_>,
+        "output-reconcile" => crate::reconcile::judge::Reconciled,
+        "output-verify" => c::verify::Verified<'_>,
+        "output-swebench-import" => crate::swebench::Imported,
+    }
+    records: {
+        crate::record::TranscriptReceipt,
+        crate::record::PropertyRecord,
+        crate::record::VerdictRecord,
+        crate::archive::Manifest,
+        crate::report::Summary,
+        crate::output::ErrorDocument,
+    }
+}
