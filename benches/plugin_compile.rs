@@ -9,7 +9,7 @@
 //! (`PLUGIN_COMPILE_RUNS` first loads per setting, default 2; the best
 //! counts).
 
-use agent_ledger::sandbox::{Limits, Mounts, Sandbox, TrialInput, Tuning};
+use agent_ledger::wasm::{Limits, Mounts, Sandbox, TrialInput, Tuning};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

@@ -15,7 +15,7 @@
 //! built-ins are always measured); `benches/plugin_first_load.sh` passes
 //! the Python and JavaScript example plugins `.ci/plugin-toolchains` builds.
 
-use agent_ledger::sandbox::Sandbox;
+use agent_ledger::wasm::Sandbox;
 use std::time::{Duration, Instant};
 
 fn median(mut v: Vec<Duration>) -> Duration {

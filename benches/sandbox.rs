@@ -2,7 +2,7 @@
 //! cached and pre-instantiated) next to spawning `/bin/true`, and a cold
 //! compile next to a start from the on-disk cache.
 
-use agent_ledger::sandbox::{Limits, Mounts, Sandbox, TrialInput};
+use agent_ledger::wasm::{Limits, Mounts, Sandbox, TrialInput};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../tests/all/support/components.rs"]

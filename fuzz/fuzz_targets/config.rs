@@ -1,5 +1,5 @@
 //! `agent-ledger.toml` (`config::Config::parse`, through
-//! `config::Loaded::from_bytes` as `config::load` calls it): read from the
+//! `config::LoadedConfig::from_bytes` as `config::load` calls it): read from the
 //! base revision, the working tree or `--config FILE`.
 #![no_main]
 

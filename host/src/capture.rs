@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 /// The outcome of judging one body.
 #[derive(Debug)]
-pub struct Judgement {
+pub struct BodyJudgement {
     /// The patch text taken from the body.
     pub patch: Vec<u8>,
     /// Empty when the body is a complete patch.
@@ -30,7 +30,7 @@ pub struct Judgement {
     pub strip: u32,
     /// The envelope the patch was taken out of (`mbox`, `patch-tags`,
     /// `fence`).
-    pub envelope: Option<crate::record::Envelope>,
+    pub envelope: Option<crate::record::PatchEnvelope>,
     /// Irregularities that lose nothing.
     pub notes: Vec<Reason>,
     /// What the response says about itself (see `provider::Extracted`).
@@ -46,7 +46,7 @@ pub fn judge(
     body: &[u8],
     declared_bytes: Option<u64>,
     extract: Option<Extract>,
-) -> Judgement {
+) -> BodyJudgement {
     let mut reasons = Vec::new();
     if let Some(declared) = declared_bytes
         && declared != body.len() as u64
@@ -78,7 +78,7 @@ pub fn judge(
         strip = analysis.strip;
         notes = analysis.notes;
     }
-    Judgement {
+    BodyJudgement {
         patch: unwrapped.patch,
         reasons,
         strip,

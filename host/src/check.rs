@@ -11,7 +11,7 @@ use crate::git::Repo;
 use crate::ledger::{Ledger, Loaded, RunId};
 use crate::record::{FixtureLock, Outcome, PropertyRecord, VerdictRecord};
 use crate::replay::{self, Replay, TestCommand, TrialTrees};
-use crate::sandbox::Lazy;
+use crate::wasm::Lazy;
 use time::OffsetDateTime;
 
 /// One trial, resolved: everything `check` needs besides the records.
@@ -20,7 +20,7 @@ pub struct TrialSpec {
     pub repo: Repo,
     /// Full object id of the base revision.
     pub base: String,
-    pub config: config::Loaded,
+    pub config: config::LoadedConfig,
     pub ledger: Ledger,
     /// A supplied JUnit report (`--junit`), already parsed once.
     pub junit: Option<Vec<u8>>,
@@ -274,7 +274,7 @@ fn on_recorded_base(spec: &TrialSpec, transcript: &Transcript) -> Result<()> {
 /// property record, archiving what an auditor needs to re-run it.
 pub fn replay(
     spec: &TrialSpec,
-    sandbox: &crate::sandbox::Sandbox,
+    sandbox: &crate::wasm::Sandbox,
     transcript: &Transcript,
     lock: &Loaded<FixtureLock>,
     trees: &TrialTrees,
@@ -317,7 +317,7 @@ pub fn replay(
         })
     };
     let tests = spec.test.as_ref().map(|test| {
-        move || -> Result<replay::Tested> {
+        move || -> Result<replay::TestResults> {
             // The base first: a trial's own run then never shares the
             // machine with it.
             let baseline = if test.baseline {
@@ -353,7 +353,7 @@ pub fn replay(
                     ));
                 }
             }
-            Ok(replay::Tested {
+            Ok(replay::TestResults {
                 run,
                 junit,
                 base_junit,
@@ -390,7 +390,7 @@ pub fn replay(
         trees,
         tests
             .as_ref()
-            .map(|t| t as &dyn Fn() -> Result<replay::Tested>),
+            .map(|t| t as &dyn Fn() -> Result<replay::TestResults>),
     )?;
     chain::store_properties(
         &spec.ledger,

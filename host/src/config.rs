@@ -213,7 +213,7 @@ pub struct PropertyConfig {
 
 /// Where the configuration came from, and its bytes' digest.
 #[derive(Debug, Clone)]
-pub struct Loaded {
+pub struct LoadedConfig {
     pub config: Config,
     /// The exact bytes (archived in the ledger by sha256).
     pub bytes: Vec<u8>,
@@ -222,10 +222,10 @@ pub struct Loaded {
     pub source: String,
 }
 
-impl Loaded {
+impl LoadedConfig {
     /// Parses configuration bytes read from `source`.
-    pub fn from_bytes(bytes: Vec<u8>, source: String) -> Result<Loaded> {
-        Ok(Loaded {
+    pub fn from_bytes(bytes: Vec<u8>, source: String) -> Result<LoadedConfig> {
+        Ok(LoadedConfig {
             config: Config::parse(&bytes, Path::new(&source))?,
             sha256: crate::digest::sha256_hex(&bytes),
             bytes,
@@ -234,8 +234,8 @@ impl Loaded {
     }
 
     /// No configuration file: the defaults, recorded as the empty file.
-    pub fn absent(source: String) -> Loaded {
-        Loaded {
+    pub fn absent(source: String) -> LoadedConfig {
+        LoadedConfig {
             config: Config::absent(),
             sha256: crate::digest::sha256_hex(b""),
             bytes: Vec::new(),
@@ -260,7 +260,12 @@ pub enum At<'a> {
 /// Reads the configuration: `file` when given, else `agent-ledger.toml` as
 /// `at` says. `root` is the repository root (or the current directory when
 /// there is no repository); `repo` is needed for `At::Revision`.
-pub fn load(repo: Option<&Repo>, root: &Path, at: At<'_>, file: Option<&Path>) -> Result<Loaded> {
+pub fn load(
+    repo: Option<&Repo>,
+    root: &Path,
+    at: At<'_>,
+    file: Option<&Path>,
+) -> Result<LoadedConfig> {
     if let Some(path) = file {
         if let (At::Revision(_), Some(repo)) = (at, repo)
             && crate::paths::is_inside(&repo.root, path)
@@ -271,14 +276,14 @@ pub fn load(repo: Option<&Repo>, root: &Path, at: At<'_>, file: Option<&Path>) -
             )));
         }
         let bytes = crate::input::read_file(path, crate::input::CONFIG_CAP)?;
-        return Loaded::from_bytes(bytes, path.display().to_string());
+        return LoadedConfig::from_bytes(bytes, path.display().to_string());
     }
     match (at, repo) {
         (At::Revision(rev), Some(repo)) => {
             let source = format!("{FILE_NAME} at {rev}");
             match repo.read_at(rev, FILE_NAME)? {
-                Some(bytes) => Loaded::from_bytes(bytes, source),
-                None => Ok(Loaded::absent(format!("no {source}"))),
+                Some(bytes) => LoadedConfig::from_bytes(bytes, source),
+                None => Ok(LoadedConfig::absent(format!("no {source}"))),
             }
         }
         (At::Revision(rev), None) => Err(Error::Internal(format!(
@@ -287,8 +292,8 @@ pub fn load(repo: Option<&Repo>, root: &Path, at: At<'_>, file: Option<&Path>) -
         (At::WorkingTree, _) => {
             let path = root.join(FILE_NAME);
             match crate::input::read_optional(&path, crate::input::CONFIG_CAP)? {
-                Some(bytes) => Loaded::from_bytes(bytes, path.display().to_string()),
-                None => Ok(Loaded::absent(format!("no {}", path.display()))),
+                Some(bytes) => LoadedConfig::from_bytes(bytes, path.display().to_string()),
+                None => Ok(LoadedConfig::absent(format!("no {}", path.display()))),
             }
         }
     }

@@ -50,7 +50,7 @@ impl Extract {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Unwrapped {
     pub patch: Vec<u8>,
-    pub envelope: Option<crate::record::Envelope>,
+    pub envelope: Option<crate::record::PatchEnvelope>,
     pub reasons: Vec<Reason>,
 }
 
@@ -67,7 +67,7 @@ pub fn unwrap(text: &[u8], extract: Option<Extract>) -> Unwrapped {
     };
     if let Some(diff) = mbox(&out.patch) {
         out.patch = diff;
-        out.envelope = Some(crate::record::Envelope::with_mbox(out.envelope));
+        out.envelope = Some(crate::record::PatchEnvelope::with_mbox(out.envelope));
     }
     out
 }
@@ -103,7 +103,7 @@ fn patch_tags(text: &[u8]) -> Unwrapped {
         };
     };
     let mut out = Unwrapped {
-        envelope: Some(crate::record::Envelope::PatchTags),
+        envelope: Some(crate::record::PatchEnvelope::PatchTags),
         ..Unwrapped::default()
     };
     if opens.len() > 1 {
@@ -198,7 +198,7 @@ fn fence(text: &[u8]) -> Unwrapped {
         };
     };
     let mut out = Unwrapped {
-        envelope: Some(crate::record::Envelope::Fence),
+        envelope: Some(crate::record::PatchEnvelope::Fence),
         ..Unwrapped::default()
     };
     if blocks.len() > 1 {
@@ -298,7 +298,7 @@ mod tests {
         let text = format!("Here it is:\n<patch>\n{DIFF}</patch>\nThanks");
         let u = unwrap(text.as_bytes(), Some(Extract::PatchTags));
         assert_eq!(u.patch, DIFF.as_bytes());
-        assert_eq!(u.envelope, Some(crate::record::Envelope::PatchTags));
+        assert_eq!(u.envelope, Some(crate::record::PatchEnvelope::PatchTags));
         assert!(u.reasons.is_empty());
 
         let cut = format!("<patch>\n{DIFF}");
@@ -348,7 +348,7 @@ mod tests {
         );
         let u = unwrap(mail.as_bytes(), None);
         assert_eq!(u.patch, DIFF.as_bytes());
-        assert_eq!(u.envelope, Some(crate::record::Envelope::Mbox));
+        assert_eq!(u.envelope, Some(crate::record::PatchEnvelope::Mbox));
         // Prose that merely starts with "From" is not a mail.
         assert_eq!(unwrap(b"From here on:\n", None).envelope, None);
     }

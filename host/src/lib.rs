@@ -41,7 +41,6 @@ pub mod replay;
 pub mod report;
 pub mod resolve;
 pub mod runs;
-pub mod sandbox;
 pub mod scaffold;
 pub mod schema;
 pub mod scratch;
@@ -49,6 +48,7 @@ pub mod sign;
 pub mod swebench;
 pub mod trace;
 pub mod verify;
+pub mod wasm;
 
 /// The built-in properties: components built from `plugins/` by `build.rs`
 /// (each crate declares itself in `[package.metadata.agent-ledger]`) and

@@ -25,7 +25,7 @@ fn main() {
         std::process::exit(ExitCode::Sysexit(err.exit_code()).code());
     }
     // So is a shared compile-cache key, which no child may inherit.
-    if let Err(err) = agent_ledger::sandbox::preload_env_key() {
+    if let Err(err) = agent_ledger::wasm::preload_env_key() {
         eprintln!("error: {}", agent_ledger::output::inert(&err));
         std::process::exit(ExitCode::Sysexit(Sysexit::Usage).code());
     }

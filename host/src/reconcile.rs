@@ -154,7 +154,7 @@ pub struct SpanBreak {
 }
 
 #[derive(Debug, Default, serde::Serialize, schemars::JsonSchema)]
-pub struct Report {
+pub struct ReconcileReport {
     pub open: Vec<OpenSpan>,
     pub ghosts: Vec<String>,
     pub phantoms: Vec<String>,
@@ -181,7 +181,7 @@ pub struct AgentPaths {
     pub paths: Vec<String>,
 }
 
-impl Report {
+impl ReconcileReport {
     /// Whether the tree and the trace disagree (exit 1).
     pub fn mismatch(&self) -> bool {
         !self.ghosts.is_empty()
@@ -275,7 +275,7 @@ pub fn reconcile(
     base: Option<&str>,
     begun: bool,
     tree: Judged<'_>,
-) -> Result<Report> {
+) -> Result<ReconcileReport> {
     let excluded = |p: &[u8]| {
         exclude
             .iter()
@@ -381,7 +381,7 @@ pub fn reconcile(
         found: b.found.map(str::to_string),
     }));
     breaks.sort_by_key(|b| b.line);
-    Ok(Report {
+    Ok(ReconcileReport {
         open: judged
             .open
             .iter()

@@ -123,7 +123,7 @@ pub struct Resolved {
     /// The full commit id the configuration was read at, when it was read
     /// at a revision.
     pub revision: Option<String>,
-    pub config: config::Loaded,
+    pub config: config::LoadedConfig,
     pub ledger: Ledger,
 }
 
@@ -184,9 +184,9 @@ pub fn resolve(
         _ => false,
     };
     let config = match (at, &revision, config_file) {
-        _ if unread => config::Loaded::absent("no configuration is read".into()),
+        _ if unread => config::LoadedConfig::absent("no configuration is read".into()),
         (At::Revision(_), None, None) => {
-            config::Loaded::absent("no commit to read agent-ledger.toml from".into())
+            config::LoadedConfig::absent("no commit to read agent-ledger.toml from".into())
         }
         _ => config::load(repo.as_ref(), &root, at, config_file)?,
     };
@@ -313,7 +313,7 @@ impl TrialArgs {
     pub fn resolve(
         &self,
         ledger: Option<&Path>,
-    ) -> Result<(crate::check::TrialSpec, crate::sandbox::Lazy)> {
+    ) -> Result<(crate::check::TrialSpec, crate::wasm::Lazy)> {
         if self.test_cmd.is_none() {
             self.test_env.limits.refuse_unused("--test-cmd")?;
         }
@@ -405,7 +405,7 @@ impl TrialArgs {
             now,
             evaluation,
         };
-        Ok((spec, crate::sandbox::Lazy::new(cache_dir)))
+        Ok((spec, crate::wasm::Lazy::new(cache_dir)))
     }
 }
 

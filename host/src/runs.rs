@@ -183,7 +183,7 @@ pub fn dir() -> Option<PathBuf> {
     {
         return Some(d);
     }
-    crate::sandbox::cache_key_path().and_then(|k| k.parent().map(|d| d.join("runs")))
+    crate::wasm::cache_key_path().and_then(|k| k.parent().map(|d| d.join("runs")))
 }
 
 /// The registered run whose trace is `trace` (compared as canonical
@@ -341,7 +341,7 @@ pub struct Listed {
 
 /// `trace abort --format json`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Aborted<'a> {
+pub struct TraceAbortOutput<'a> {
     pub run: &'a str,
     /// Always true.
     pub aborted: bool,
@@ -394,7 +394,7 @@ pub fn abort_command(
 ) -> Result<crate::exit::ExitCode> {
     use crate::output::inert;
     let reg = abort(run)?;
-    let value = Aborted {
+    let value = TraceAbortOutput {
         run: &reg.run,
         aborted: true,
         trace: &reg.trace,

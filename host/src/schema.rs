@@ -31,7 +31,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("report-summary", of::<crate::report::Summary>()),
         ("modes", of::<crate::record::TreeModes>()),
         ("run-registration", of::<crate::runs::Registration>()),
-        ("batch-manifest-line", of::<crate::batch::Line>()),
+        ("batch-manifest-line", of::<crate::batch::ManifestLine>()),
         ("swebench-import", of::<crate::swebench::ImportConfig>()),
         ("swebench-report", of::<crate::swebench::RunReport>()),
         ("error", of::<crate::output::ErrorDocument>()),

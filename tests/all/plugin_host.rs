@@ -6,7 +6,7 @@ use crate::support::wasm_names::{
     async_component, import_names, rename_imports, uncompilable_importing, with_wasi_version,
 };
 use crate::support::*;
-use agent_ledger::sandbox::{HOST_WASI_VERSION, Limits, Mounts, Sandbox, TrialInput};
+use agent_ledger::wasm::{HOST_WASI_VERSION, Limits, Mounts, Sandbox, TrialInput};
 use std::path::{Path, PathBuf};
 
 fn bytes_of(name: &str) -> Vec<u8> {

@@ -51,7 +51,7 @@ fn the_wit_package_is_versioned_with_the_host() {
 fn the_world_imports_exactly_what_the_host_links() {
     let imports: BTreeSet<String> = world_imports().into_iter().map(|(n, _)| n).collect();
     // `agent-ledger:property/types` is imported through `use`, not by name.
-    let allowed: BTreeSet<String> = agent_ledger::sandbox::ALLOWED_IMPORTS
+    let allowed: BTreeSet<String> = agent_ledger::wasm::ALLOWED_IMPORTS
         .iter()
         .filter(|n| !n.starts_with("agent-ledger:"))
         .map(|n| n.to_string())

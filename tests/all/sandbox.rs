@@ -146,7 +146,7 @@ fn host_calls_are_charged_to_fuel() {
     assert_eq!(p["outcome"], "miss", "{p:#}");
     let used = p["fuel_used"].as_u64().unwrap();
     assert!(
-        used >= 1000 * agent_ledger::sandbox::HOSTCALL_FUEL,
+        used >= 1000 * agent_ledger::wasm::HOSTCALL_FUEL,
         "fuel used: {used}"
     );
 }
@@ -249,7 +249,7 @@ fn the_wall_clock_is_fixed() {
         p["findings"][0]["message"],
         format!(
             "wall clock reads {}",
-            agent_ledger::sandbox::FIXED_WALL_CLOCK_SECS
+            agent_ledger::wasm::FIXED_WALL_CLOCK_SECS
         )
     );
 }
@@ -267,7 +267,7 @@ fn a_core_module_or_garbage_is_refused() {
 /// itself by its crate name.
 #[test]
 fn every_builtin_loads() {
-    let sandbox = agent_ledger::sandbox::Sandbox::new(None).unwrap();
+    let sandbox = agent_ledger::wasm::Sandbox::new(None).unwrap();
     for b in agent_ledger::plugins::BUILTINS {
         match sandbox.load(b.component) {
             Ok(p) => assert_eq!(p.name, b.name),
@@ -283,7 +283,7 @@ fn every_builtin_loads() {
 fn every_test_and_example_component_loads() {
     let names = test_and_example_crates();
     assert!(names.contains(&"hostile_socket".to_string()), "{names:?}");
-    let sandbox = agent_ledger::sandbox::Sandbox::new(None).unwrap();
+    let sandbox = agent_ledger::wasm::Sandbox::new(None).unwrap();
     for name in names {
         let bytes = std::fs::read(component(&name)).unwrap();
         match sandbox.load(&bytes) {

@@ -1,4 +1,4 @@
-//! The batch manifest: JSONL, one trial per line ([`Line`]), each line read
+//! The batch manifest: JSONL, one trial per line ([`ManifestLine`]), each line read
 //! and checked on its own (a bad line is an error naming it), and the
 //! files a line names confined to the manifest's directory.
 
@@ -15,7 +15,7 @@ pub const MANIFEST_SCHEMA: u32 = 1;
 /// One trial of a manifest. Paths are relative to the manifest's directory.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Line {
+pub struct ManifestLine {
     /// The manifest format; 1 when absent.
     #[serde(default)]
     pub schema: Option<u32>,
@@ -123,7 +123,9 @@ fn id_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<St
 
 /// Reads the manifest: every trial line (numbered), or the error of each
 /// bad line.
-pub fn read_manifest(path: &Path) -> Result<Vec<(usize, std::result::Result<Line, String>)>> {
+pub fn read_manifest(
+    path: &Path,
+) -> Result<Vec<(usize, std::result::Result<ManifestLine, String>)>> {
     let bytes = crate::input::read_file(path, crate::input::REPORT_CAP)?;
     let text =
         String::from_utf8(bytes).map_err(|_| Error::data(path, "the manifest is not UTF-8"))?;
@@ -134,7 +136,7 @@ pub fn read_manifest(path: &Path) -> Result<Vec<(usize, std::result::Result<Line
         if raw.is_empty() || raw.starts_with('#') {
             continue;
         }
-        let parsed = serde_json::from_str::<Line>(raw)
+        let parsed = serde_json::from_str::<ManifestLine>(raw)
             .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
             .and_then(|l| {
                 check_line(l, dir).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
@@ -155,7 +157,7 @@ pub fn read_manifest(path: &Path) -> Result<Vec<(usize, std::result::Result<Line
 /// too, and `body: "/etc/shadow"` would copy that file into the ledger.
 /// The repository is a directory git reads, never copied, and is not
 /// confined.
-pub(super) fn confine(l: &Line, roots: &[PathBuf]) -> std::result::Result<(), String> {
+pub(super) fn confine(l: &ManifestLine, roots: &[PathBuf]) -> std::result::Result<(), String> {
     let mut named: Vec<(&str, &Path)> = Vec::new();
     for (field, p) in [
         ("body", &l.body),
@@ -186,7 +188,7 @@ pub(super) fn confine(l: &Line, roots: &[PathBuf]) -> std::result::Result<(), St
     Ok(())
 }
 
-fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
+fn check_line(mut l: ManifestLine, dir: &Path) -> std::result::Result<ManifestLine, String> {
     if let Some(s) = l.schema
         && s != MANIFEST_SCHEMA
     {
@@ -261,7 +263,7 @@ fn check_line(mut l: Line, dir: &Path) -> std::result::Result<Line, String> {
     Ok(l)
 }
 
-/// A required-test id `swebench import` left out ([`Line::dropped_ids`]).
+/// A required-test id `swebench import` left out ([`ManifestLine::dropped_ids`]).
 #[derive(
     Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]

@@ -4,7 +4,7 @@
 //! each plugin per process, trials in parallel.
 //!
 //! The manifest is JSONL, one trial per line (blank lines and lines
-//! starting with `#` are skipped); see [`Line`] for the fields. A bad line
+//! starting with `#` are skipped); see [`ManifestLine`] for the fields. A bad line
 //! is an error naming its line and does not stop the other trials.
 
 use crate::capture::{CaptureInput, capture};
@@ -21,7 +21,7 @@ use serde::Serialize;
 mod manifest;
 mod partition;
 use manifest::confine;
-pub use manifest::{Line, MANIFEST_SCHEMA, read_manifest};
+pub use manifest::{MANIFEST_SCHEMA, ManifestLine, read_manifest};
 pub use partition::Partition;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ pub struct Options {
 
 /// The trials of the manifest this shard runs, and the lines that could
 /// not be read.
-fn select(manifest: &Path, options: &Options) -> Result<(Vec<Trial>, Vec<Outcome>)> {
+fn select(manifest: &Path, options: &Options) -> Result<(Vec<Trial>, Vec<TrialOutcome>)> {
     let mut trials = Vec::new();
     let mut bad = Vec::new();
     let dir = manifest.parent().unwrap_or(Path::new("."));
@@ -77,7 +77,7 @@ fn select(manifest: &Path, options: &Options) -> Result<(Vec<Trial>, Vec<Outcome
                 }
             }
             // Every shard reports a bad line, so every shard's job fails.
-            Err(e) => bad.push(Outcome {
+            Err(e) => bad.push(TrialOutcome {
                 line,
                 run: None,
                 verdict: None,
@@ -105,8 +105,8 @@ pub fn has_live_captures(manifest: &Path, options: &Options) -> Result<bool> {
 pub fn live_captures(
     manifest: &Path,
     options: &Options,
-    progress: &(dyn Fn(&Outcome, usize) + Sync),
-) -> Result<Vec<Outcome>> {
+    progress: &(dyn Fn(&TrialOutcome, usize) + Sync),
+) -> Result<Vec<TrialOutcome>> {
     let (trials, _) = select(manifest, options)?;
     // Each run once (a second line for a run is refused later, by `run`):
     // two captures of one run at once would race for its files.
@@ -119,9 +119,9 @@ pub fn live_captures(
         .num_threads(options.jobs.max(1))
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the capture threads: {e}")))?;
-    let one = |t: &&Trial| -> Option<Outcome> {
+    let one = |t: &&Trial| -> Option<TrialOutcome> {
         let result = live_capture(t, options);
-        let o = Outcome {
+        let o = TrialOutcome {
             line: t.line,
             run: Some(t.spec.run.clone()),
             verdict: None,
@@ -139,7 +139,7 @@ pub fn live_captures(
         o.error.is_some().then_some(o)
     };
     use rayon::prelude::*;
-    let mut failed: Vec<Outcome> = pool.install(|| live.par_iter().filter_map(one).collect());
+    let mut failed: Vec<TrialOutcome> = pool.install(|| live.par_iter().filter_map(one).collect());
     failed.sort_by_key(|o| o.line);
     Ok(failed)
 }
@@ -202,7 +202,7 @@ fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
 
 /// What became of one trial.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Outcome {
+pub struct TrialOutcome {
     /// The manifest line (1-based).
     pub line: usize,
     /// The run id, when the line had one.
@@ -218,13 +218,13 @@ pub struct Outcome {
 /// A manifest line read and checked, with its paths made absolute.
 struct Trial {
     line: usize,
-    spec: Line,
+    spec: ManifestLine,
 }
 
 /// The order verdicts are ranked in for the batch's exit status: the worst
 /// over the trials wins; a line that could not be judged is worse than any
 /// verdict.
-fn rank(o: &Outcome) -> u8 {
+fn rank(o: &TrialOutcome) -> u8 {
     match (o.error.is_some(), o.verdict) {
         (true, _) => 5,
         (false, Some(Verdict::Reject)) => 4,
@@ -237,7 +237,7 @@ fn rank(o: &Outcome) -> u8 {
 
 /// The batch's exit status: the worst trial's (`review` < `incomplete` <
 /// `fixture_mismatch` < `reject` < a line that could not be judged, 65).
-pub fn exit_status(outcomes: &[Outcome]) -> ExitCode {
+pub fn exit_status(outcomes: &[TrialOutcome]) -> ExitCode {
     match outcomes.iter().map(rank).max().unwrap_or(0) {
         0 => ExitCode::Ok,
         2 => ExitCode::Incomplete,
@@ -253,9 +253,9 @@ pub fn exit_status(outcomes: &[Outcome]) -> ExitCode {
 pub fn run(
     manifest: &Path,
     options: &Options,
-    progress: &(dyn Fn(&Outcome, usize) + Sync),
+    progress: &(dyn Fn(&TrialOutcome, usize) + Sync),
     started: &(dyn Fn(&str) + Sync),
-) -> Result<Vec<Outcome>> {
+) -> Result<Vec<TrialOutcome>> {
     let (trials, mut outcomes) = select(manifest, options)?;
     let total = trials.len() + outcomes.len();
     for o in &outcomes {
@@ -266,7 +266,7 @@ pub fn run(
     let mut unique = Vec::new();
     for t in trials {
         if let Some(first) = seen.insert(t.spec.run.clone(), t.line) {
-            let o = Outcome {
+            let o = TrialOutcome {
                 line: t.line,
                 run: Some(t.spec.run.clone()),
                 verdict: None,
@@ -284,7 +284,7 @@ pub fn run(
             unique.push(t);
         }
     }
-    let sandbox = crate::sandbox::Lazy::new(options.cache_dir.clone());
+    let sandbox = crate::wasm::Lazy::new(options.cache_dir.clone());
     let bases = Bases::default();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
@@ -292,21 +292,21 @@ pub fn run(
         .map_err(|e| {
             Error::Internal(format!("cannot start {} worker threads: {e}", options.jobs))
         })?;
-    let done: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
+    let done: Mutex<Vec<TrialOutcome>> = Mutex::new(Vec::new());
     pool.scope(|s| {
         for t in &unique {
             let (sandbox, bases, done) = (&sandbox, &bases, &done);
             s.spawn(move |_| {
                 started(t.spec.run.as_str());
                 let o = match one(t, options, sandbox, bases) {
-                    Ok((verdict, _)) => Outcome {
+                    Ok((verdict, _)) => TrialOutcome {
                         line: t.line,
                         run: Some(t.spec.run.clone()),
                         verdict: Some(verdict),
                         exit_code: verdict.exit_code().code(),
                         error: None,
                     },
-                    Err(e) => Outcome {
+                    Err(e) => TrialOutcome {
                         line: t.line,
                         run: Some(t.spec.run.clone()),
                         verdict: None,
@@ -356,7 +356,7 @@ impl Bases {
 fn one(
     t: &Trial,
     options: &Options,
-    sandbox: &crate::sandbox::Lazy,
+    sandbox: &crate::wasm::Lazy,
     bases: &Bases,
 ) -> Result<(Verdict, Ledger)> {
     let l = &t.spec;
@@ -446,14 +446,14 @@ fn one(
 /// The `check` half of a trial.
 #[allow(clippy::too_many_arguments)]
 fn check_trial(
-    l: &Line,
+    l: &ManifestLine,
     run: RunId,
     repo: crate::git::Repo,
     base: String,
-    config: crate::config::Loaded,
+    config: crate::config::LoadedConfig,
     ledger: Ledger,
     options: &Options,
-    sandbox: &crate::sandbox::Lazy,
+    sandbox: &crate::wasm::Lazy,
     bases: &Bases,
 ) -> Result<(Verdict, Ledger)> {
     let junit = match &l.junit {

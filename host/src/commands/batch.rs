@@ -2,7 +2,7 @@
 //! with the records `capture` + `check` would write for each. Exits with
 //! the worst trial's code, so a CI job fails on any trial not `review`.
 
-use crate::batch::{self, Options, Outcome, Partition};
+use crate::batch::{self, Options, Partition, TrialOutcome};
 use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, inert};
 use std::io::IsTerminal;
@@ -89,7 +89,7 @@ impl BatchArgs {
             bar
         });
         let live = std::sync::Mutex::new(Live::default());
-        let progress = |o: &Outcome, total: usize| match &bar {
+        let progress = |o: &TrialOutcome, total: usize| match &bar {
             Some(bar) => {
                 let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
                 live.finished(o);
@@ -130,7 +130,7 @@ impl BatchArgs {
                 .arg("--replay-phase");
             // The shared cache key this process took out of its
             // environment: the replays must seal with it too.
-            if let Some((name, key)) = crate::sandbox::env_key_for_child() {
+            if let Some((name, key)) = crate::wasm::env_key_for_child() {
                 replays.env(name, key);
             }
             let status = replays.status().map_err(|e| {
@@ -151,7 +151,7 @@ impl BatchArgs {
             bar.finish_and_clear();
         }
         let status = batch::exit_status(&outcomes);
-        let value = Batched {
+        let value = BatchOutput {
             exit_code: status.code(),
             trials: &outcomes,
         };
@@ -162,11 +162,11 @@ impl BatchArgs {
 
 /// `batch --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Batched<'a> {
+pub struct BatchOutput<'a> {
     /// The batch's exit status: the worst trial's.
     pub exit_code: i32,
     /// Every trial of the manifest (this shard's), in manifest order.
-    pub trials: &'a [Outcome],
+    pub trials: &'a [TrialOutcome],
 }
 
 /// What the progress bar shows beside the counts: the verdicts so far and
@@ -178,7 +178,7 @@ struct Live {
 }
 
 impl Live {
-    fn finished(&mut self, o: &Outcome) {
+    fn finished(&mut self, o: &TrialOutcome) {
         if let Some(run) = &o.run {
             self.running.remove(run);
         }
@@ -217,7 +217,7 @@ impl Live {
     }
 }
 
-fn line(o: &Outcome) -> String {
+fn line(o: &TrialOutcome) -> String {
     let run = o.run.as_deref().map(inert).unwrap_or_else(|| "-".into());
     match (&o.verdict, &o.error) {
         (_, Some(e)) => format!(
@@ -236,7 +236,7 @@ fn line(o: &Outcome) -> String {
     }
 }
 
-fn summary(outcomes: &[Outcome], status: ExitCode) -> String {
+fn summary(outcomes: &[TrialOutcome], status: ExitCode) -> String {
     let mut counts = std::collections::BTreeMap::new();
     for o in outcomes {
         let key = match (&o.verdict, &o.error) {

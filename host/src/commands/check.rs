@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// `check --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Checked<'a> {
+pub struct CheckOutput<'a> {
     /// The verdict record written.
     pub verdict: &'a crate::record::VerdictRecord,
     /// The property record, when the properties ran.
@@ -31,7 +31,7 @@ impl CheckArgs {
         let (spec, sandbox) = self.trial.resolve(ledger)?;
         let checked = crate::check::check(&spec, &sandbox)?;
         let props = checked.properties.as_ref().map(|p| &p.record);
-        let value = Checked {
+        let value = CheckOutput {
             verdict: &checked.verdict,
             properties: props,
             notes: &checked.notes,

@@ -150,15 +150,15 @@ impl FlakeArgs {
 
 /// `flake list --format json` (and `flake prune`).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Listed<'a> {
+pub struct FlakeListOutput<'a> {
     /// The instant each row was judged at.
     pub now: String,
-    pub rows: Vec<ListedRow<'a>>,
+    pub rows: Vec<FlakeListRow<'a>>,
 }
 
 /// A freeze row and whether it is in force at `now`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct ListedRow<'a> {
+pub struct FlakeListRow<'a> {
     #[serde(flatten)]
     pub row: &'a Row,
     pub status: RowStatus,
@@ -176,7 +176,7 @@ pub enum RowStatus {
 
 /// `flake observe --format json`: the row written.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Frozen<'a> {
+pub struct FlakeObserveOutput<'a> {
     pub frozen: &'a Row,
     /// The freeze file written.
     pub file: &'a Path,
@@ -184,12 +184,12 @@ pub struct Frozen<'a> {
 
 fn show(freeze: &FreezeFile, now: OffsetDateTime, format: OutputFormat, head: &str) -> Result<()> {
     match format {
-        OutputFormat::Json => output::print_json(&Listed {
+        OutputFormat::Json => output::print_json(&FlakeListOutput {
             now: format_time(now),
             rows: freeze
                 .rows
                 .iter()
-                .map(|row| ListedRow {
+                .map(|row| FlakeListRow {
                     status: if row.active(now) {
                         RowStatus::Active
                     } else {
@@ -350,7 +350,7 @@ fn observe(
                 .iter()
                 .find(|r| r.test == test)
                 .expect("the row just written");
-            output::print_json(&Frozen {
+            output::print_json(&FlakeObserveOutput {
                 frozen: row,
                 file: &s.file,
             })?

@@ -22,7 +22,7 @@ impl ReplayArgs {
         let (spec, sandbox) = self.trial.resolve(ledger)?;
         let transcript = chain::require_transcript(&spec.ledger, &spec.run)?;
         if !transcript.loaded.record.complete {
-            let value = NotReplayed {
+            let value = ReplayIncompleteOutput {
                 result: crate::record::CaptureVerdict::Incomplete,
                 run_id: spec.run.as_str(),
                 reasons: &transcript.loaded.record.reasons,
@@ -54,7 +54,7 @@ impl ReplayArgs {
 /// `replay --format json` of a run whose transcript is incomplete: no
 /// property ran (otherwise `replay` prints the property record).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct NotReplayed<'a> {
+pub struct ReplayIncompleteOutput<'a> {
     /// Always `incomplete`.
     pub result: crate::record::CaptureVerdict,
     pub run_id: &'a str,

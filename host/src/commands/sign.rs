@@ -49,7 +49,7 @@ impl SignArgs {
         let path = ledger.signature(&run);
         ledger::write_new(&path, &bytes)?;
         match self.output.format {
-            OutputFormat::Json => output::print_json(&Signed {
+            OutputFormat::Json => output::print_json(&SignOutput {
                 signature: &path,
                 keyid: &envelope.signatures[0].keyid,
                 statement: &statement,
@@ -81,7 +81,7 @@ impl KeygenArgs {
     pub fn execute(self) -> Result<ExitCode> {
         let id = crate::sign::keygen(&self.secret, &self.public)?;
         match self.output.format {
-            OutputFormat::Json => output::print_json(&KeyMade {
+            OutputFormat::Json => output::print_json(&KeygenOutput {
                 keyid: &id,
                 secret: &self.secret,
                 public: &self.public,
@@ -98,7 +98,7 @@ impl KeygenArgs {
 
 /// `sign --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Signed<'a> {
+pub struct SignOutput<'a> {
     /// The signature envelope written (`signatures/ID.json`).
     pub signature: &'a std::path::Path,
     /// The signing key's id.
@@ -109,7 +109,7 @@ pub struct Signed<'a> {
 
 /// `keygen --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct KeyMade<'a> {
+pub struct KeygenOutput<'a> {
     /// The key's id (sha256 of its public key).
     pub keyid: &'a str,
     /// The secret key file (0600).

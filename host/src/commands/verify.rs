@@ -5,8 +5,8 @@ use crate::exit::{Error, ExitCode, Result};
 use crate::ledger::Ledger;
 use crate::output::{self, OutputArgs};
 use crate::resolve::{ConfigAt, Needs, ScopeArgs};
-use crate::sandbox::Sandbox;
 use crate::verify::{Verifier, runs_in};
+use crate::wasm::Sandbox;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -127,7 +127,7 @@ impl VerifyArgs {
         }
         let reports: Vec<_> = runs.iter().map(|run| verifier.verify(run)).collect();
         let verified = archive_problems.is_empty() && reports.iter().all(|r| r.ok);
-        let value = Verified {
+        let value = VerifyOutput {
             verified,
             archive_problems: &archive_problems,
             runs: &reports,
@@ -145,11 +145,11 @@ impl VerifyArgs {
 
 /// `verify --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Verified<'a> {
+pub struct VerifyOutput<'a> {
     /// Every run verified and the archive (if any) is whole.
     pub verified: bool,
     /// What is wrong with the archive itself (`verify ARCHIVE`).
     pub archive_problems: &'a [String],
     /// Each run's findings.
-    pub runs: &'a [crate::verify::RunReport],
+    pub runs: &'a [crate::verify::RunVerification],
 }

@@ -19,7 +19,7 @@ use std::io::Read;
 
 /// What a valid diff contains.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Summary {
+pub struct DiffSummary {
     pub files: usize,
     pub hunks: usize,
 }
@@ -27,7 +27,7 @@ pub struct Summary {
 /// Everything the parser found in a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Analysis {
-    pub summary: Summary,
+    pub summary: DiffSummary,
     /// How many leading path components `git apply -p` must strip: 1 for
     /// `a/`/`b/` (or any other one-component prefix pair), 0 for
     /// `--no-prefix` diffs.
@@ -50,7 +50,7 @@ pub const BINARY_DECLARED_CAP: u64 = 64 << 20;
 /// the strip level it needs, and harmless irregularities.
 pub fn analyze(patch: &[u8]) -> Analysis {
     let mut analysis = Analysis {
-        summary: Summary::default(),
+        summary: DiffSummary::default(),
         strip: 1,
         notes: Vec::new(),
         reasons: Vec::new(),
@@ -72,7 +72,7 @@ pub fn analyze(patch: &[u8]) -> Analysis {
     let mut parser = Parser {
         lines: &lines,
         i: first,
-        summary: Summary::default(),
+        summary: DiffSummary::default(),
         reasons: Vec::new(),
         notes: Vec::new(),
         strips: Vec::new(),
@@ -133,7 +133,7 @@ fn whole_index_line(line: &[u8]) -> bool {
 
 /// Validates `patch` as a complete unified diff; the error is the first
 /// fault (see [`analyze`] for all of them).
-pub fn validate(patch: &[u8]) -> Result<Summary, Reason> {
+pub fn validate(patch: &[u8]) -> Result<DiffSummary, Reason> {
     let mut analysis = analyze(patch);
     if analysis.reasons.is_empty() {
         Ok(analysis.summary)

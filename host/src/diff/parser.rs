@@ -8,7 +8,7 @@ use crate::record::ReasonCode;
 pub(super) struct Parser<'a> {
     pub(super) lines: &'a [&'a [u8]],
     pub(super) i: usize,
-    pub(super) summary: Summary,
+    pub(super) summary: DiffSummary,
     pub(super) reasons: Vec<Reason>,
     pub(super) notes: Vec<Reason>,
     /// (line of the section, the strip level its names need).

@@ -5,7 +5,7 @@
 //! 0.1 s of `ls-tree`), and `git status` does not pay it only because it
 //! trusts its own index, which the agent can write.
 //!
-//! The entry is `ls-tree`'s output, sealed (`sandbox::seal` under the cache
+//! The entry is `ls-tree`'s output, sealed (`wasm::seal` under the cache
 //! key) over the commit id and the object format, read only from a regular
 //! file within a bound, and parsed as if `ls-tree` had just printed it. A
 //! forged or edited entry does not verify and is listed again.
@@ -39,16 +39,16 @@ impl super::Repo {
         };
         let id = format!("{commit}\0{}", if sha256 { "sha256" } else { "sha1" });
         let path = entry(cache, &id);
-        if let Some(text) = crate::sandbox::read_cache_entry(&path, CAP)
-            .and_then(|sealed| crate::sandbox::open_sealed(DOMAIN, &id, &sealed))
+        if let Some(text) = crate::wasm::read_cache_entry(&path, CAP)
+            .and_then(|sealed| crate::wasm::open_sealed(DOMAIN, &id, &sealed))
         {
             return parse_listing(text, sha256).map_err(|e| {
                 Error::Internal(format!("a sealed listing did not parse (report this): {e}"))
             });
         }
         let listing = self.listing(commit)?;
-        if let Some(sealed) = crate::sandbox::seal(DOMAIN, &id, listing.text()) {
-            let _ = crate::sandbox::write_cache_entry(&path, &sealed);
+        if let Some(sealed) = crate::wasm::seal(DOMAIN, &id, listing.text()) {
+            let _ = crate::wasm::write_cache_entry(&path, &sealed);
         }
         Ok(listing)
     }

@@ -5,7 +5,7 @@
 //! not read again; anything else is read and hashed.
 //!
 //! Why this can be trusted:
-//! - The entry is sealed (`sandbox::seal`: HMAC-SHA256 under the per-user
+//! - The entry is sealed (`wasm::seal`: HMAC-SHA256 under the per-user
 //!   cache key, the key the test command and `trace exec` never see) over
 //!   the tree's path and the base commit, so a forged or edited file is
 //!   ignored. A replayed old one only says what was true: a file still
@@ -133,15 +133,15 @@ impl StatCache {
     /// not verify. `None` without a cache key (nothing could be
     /// trusted, so nothing is kept).
     pub fn load(dir: &Path, root: &Path, base: &str, listing: &Listing) -> Option<StatCache> {
-        crate::sandbox::cache_key_source()?;
+        crate::wasm::cache_key_source()?;
         let id = format!("{}\0{base}\0{}", root.display(), listing.len());
         let path = dir
             .join("worktree-stat")
             .join(&crate::digest::sha256_hex(id.as_bytes())[..32]);
         // The tag, then one record per listed entry.
         let cap = 32 + (listing.len() * RECORD) as u64;
-        let body = crate::sandbox::read_cache_entry(&path, cap)
-            .and_then(|bytes| crate::sandbox::open_sealed(DOMAIN, &id, &bytes))
+        let body = crate::wasm::read_cache_entry(&path, cap)
+            .and_then(|bytes| crate::wasm::open_sealed(DOMAIN, &id, &bytes))
             .filter(|b| b.len() == listing.len() * RECORD);
         let known = match body {
             Some(b) => b.chunks_exact(RECORD).map(Stat::read).collect(),
@@ -190,8 +190,8 @@ impl StatCache {
                 None => body.extend_from_slice(&[0; RECORD]),
             }
         }
-        if let Some(sealed) = crate::sandbox::seal(DOMAIN, &self.id, &body) {
-            let _ = crate::sandbox::write_cache_entry(&self.path, &sealed);
+        if let Some(sealed) = crate::wasm::seal(DOMAIN, &self.id, &body) {
+            let _ = crate::wasm::write_cache_entry(&self.path, &sealed);
         }
     }
 }

@@ -4,10 +4,10 @@
 //! through `inert` on its way in.
 
 use super::inert;
-use crate::reconcile::Report;
+use crate::reconcile::ReconcileReport;
 use crate::record::{PropertyRecord, VerdictRecord};
 use crate::report::{Status, Summary};
-use crate::verify::RunReport;
+use crate::verify::RunVerification;
 
 /// The verdict and its reasons.
 pub fn verdict(verdict: &VerdictRecord) -> String {
@@ -106,7 +106,7 @@ pub fn property_table(record: &PropertyRecord) -> String {
 /// What `reconcile` found; `result` is its machine name (`reconciled`,
 /// `mismatch`, `open_spans`, `no_mutation`); `trust` says how the trace was
 /// authenticated.
-pub fn reconcile(r: &Report, result: &str, trust: &str) -> String {
+pub fn reconcile(r: &ReconcileReport, result: &str, trust: &str) -> String {
     let mut text = match result {
         "open_spans" => "open spans: the agent run did not finish\n".to_string(),
         "mismatch" => "mismatch: the tree and the trace disagree\n".to_string(),
@@ -190,7 +190,7 @@ pub fn reconcile(r: &Report, result: &str, trust: &str) -> String {
 }
 
 /// One line per run (failures listed under it), then the count.
-pub fn verify(archive_problems: &[String], reports: &[RunReport]) -> String {
+pub fn verify(archive_problems: &[String], reports: &[RunVerification]) -> String {
     let mut text = String::new();
     if !archive_problems.is_empty() {
         text.push_str("FAILED  archive manifest\n");

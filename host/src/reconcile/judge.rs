@@ -35,19 +35,19 @@ pub fn trust_note(auth: Option<&Authenticated>) -> String {
 pub struct TraceOutcome {
     pub code: ExitCode,
     pub auth: Option<Authenticated>,
-    pub value: Reconciled,
+    pub value: ReconcileOutput,
     pub human: String,
 }
 
 /// `reconcile --format json` (and `trace end`'s judgement).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
-pub enum Reconciled {
+pub enum ReconcileOutput {
     /// The trace verified (or carries no key) and was judged.
     Judged {
         result: ReconcileResult,
         exit_code: i32,
-        report: Box<crate::reconcile::Report>,
+        report: Box<crate::reconcile::ReconcileReport>,
         /// How the trace was authenticated; null without a begin line.
         authenticated: Option<Authenticated>,
         /// What the judgement can be trusted for, in a sentence.
@@ -175,7 +175,7 @@ pub fn judge_trace(
     Ok(TraceOutcome {
         code,
         auth: verified.auth.clone(),
-        value: Reconciled::Judged {
+        value: ReconcileOutput::Judged {
             result,
             exit_code: code.code(),
             report: Box::new(report),
@@ -187,7 +187,7 @@ pub fn judge_trace(
 }
 
 fn forged_outcome(trace: &Path, forged: &Forged) -> TraceOutcome {
-    let value = Reconciled::Forged {
+    let value = ReconcileOutput::Forged {
         result: ReconcileResult::Forged,
         exit_code: ExitCode::TraceForged.code(),
         trace: trace.display().to_string(),

@@ -20,7 +20,7 @@ pub use testing::{
     BaselineRun, Evaluation, RequiredOutcome, RequiredTests, TestRun, TestTransitions,
 };
 pub use vocab::{
-    CaptureVerdict, EntryKind, Envelope, ReplayNetwork, RequiredList, Stopped, TestFate,
+    CaptureVerdict, EntryKind, PatchEnvelope, ReplayNetwork, RequiredList, Stopped, TestFate,
     TestNetwork, TestSandbox, TraceVerification,
 };
 
@@ -132,7 +132,7 @@ pub struct TranscriptReceipt {
     /// `mbox` (a `git format-patch` mail, recognised without asking).
     /// Absent when the patch text was the diff itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub envelope: Option<Envelope>,
+    pub envelope: Option<PatchEnvelope>,
     /// Harmless irregularities that lose nothing, each with a code and a
     /// sentence (`surplus_blank_context`: one blank context line past a
     /// hunk's counts, which git ignores). Empty is omitted.

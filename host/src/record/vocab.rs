@@ -154,7 +154,7 @@ vocabulary! {
 
 vocabulary! {
     /// The wrapping a patch was taken out of (a receipt's `envelope`).
-    pub enum Envelope {
+    pub enum PatchEnvelope {
         /// The text between a `<patch>` line and a `</patch>` line.
         #[serde(rename = "patch-tags")]
         #[strum(serialize = "patch-tags")]
@@ -174,13 +174,15 @@ vocabulary! {
     }
 }
 
-impl Envelope {
+impl PatchEnvelope {
     /// The same envelope with a `git format-patch` mail inside it.
-    pub fn with_mbox(outer: Option<Envelope>) -> Envelope {
+    pub fn with_mbox(outer: Option<PatchEnvelope>) -> PatchEnvelope {
         match outer {
-            None | Some(Envelope::Mbox) => Envelope::Mbox,
-            Some(Envelope::PatchTags | Envelope::PatchTagsMbox) => Envelope::PatchTagsMbox,
-            Some(Envelope::Fence | Envelope::FenceMbox) => Envelope::FenceMbox,
+            None | Some(PatchEnvelope::Mbox) => PatchEnvelope::Mbox,
+            Some(PatchEnvelope::PatchTags | PatchEnvelope::PatchTagsMbox) => {
+                PatchEnvelope::PatchTagsMbox
+            }
+            Some(PatchEnvelope::Fence | PatchEnvelope::FenceMbox) => PatchEnvelope::FenceMbox,
         }
     }
 }
@@ -284,11 +286,11 @@ mod tests {
         round_trips::<RequiredList>();
         round_trips::<TestFate>();
         round_trips::<TraceVerification>();
-        round_trips::<Envelope>();
+        round_trips::<PatchEnvelope>();
         assert_eq!(TraceVerification::HmacSha256.as_str(), "hmac-sha256");
-        assert_eq!(Envelope::PatchTags.as_str(), "patch-tags");
+        assert_eq!(PatchEnvelope::PatchTags.as_str(), "patch-tags");
         assert_eq!(
-            Envelope::with_mbox(Some(Envelope::Fence)).as_str(),
+            PatchEnvelope::with_mbox(Some(PatchEnvelope::Fence)).as_str(),
             "fence+mbox"
         );
     }

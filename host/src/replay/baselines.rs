@@ -156,8 +156,8 @@ fn path(dir: &Path, key: &str) -> PathBuf {
 
 /// The cached run, when there is an authentic one.
 pub fn load(dir: &Path, key: &str) -> Option<Baseline> {
-    let bytes = crate::sandbox::read_cache_entry(&path(dir, key), crate::input::RECORD_CAP * 4)?;
-    let body = crate::sandbox::open_sealed(DOMAIN, key, &bytes)?;
+    let bytes = crate::wasm::read_cache_entry(&path(dir, key), crate::input::RECORD_CAP * 4)?;
+    let body = crate::wasm::open_sealed(DOMAIN, key, &bytes)?;
     let entry: Entry = serde_json::from_slice(&body).ok()?;
     use base64::Engine;
     let junit = base64::engine::general_purpose::STANDARD
@@ -183,7 +183,7 @@ pub fn store(dir: &Path, key: &str, baseline: &Baseline) {
     let Ok(body) = serde_json::to_vec(&entry) else {
         return;
     };
-    if let Some(sealed) = crate::sandbox::seal(DOMAIN, key, &body) {
-        let _ = crate::sandbox::write_cache_entry(&path(dir, key), &sealed);
+    if let Some(sealed) = crate::wasm::seal(DOMAIN, key, &body) {
+        let _ = crate::wasm::write_cache_entry(&path(dir, key), &sealed);
     }
 }

@@ -13,7 +13,7 @@ use crate::config;
 use crate::exit::{Error, Result};
 use crate::git::{Checkout, Repo};
 use crate::record::Finding;
-use crate::sandbox::{Change, ChangeKind};
+use crate::wasm::{Change, ChangeKind};
 use cap_std::fs::Dir;
 use globset::{GlobSet, GlobSetBuilder};
 use std::collections::VecDeque;
@@ -44,7 +44,7 @@ fn module_shadows(runners: &Runners) -> Result<GlobSet> {
 /// Paths no patch may touch; `runners`: the test command's own files
 /// ([`runner_files`]), taken literally, and every form of a module it runs.
 pub(super) fn protected(
-    loaded: &config::Loaded,
+    loaded: &config::LoadedConfig,
     repo: &Repo,
     ledger_root: &Path,
     runners: &Runners,

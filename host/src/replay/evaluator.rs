@@ -6,7 +6,7 @@
 
 use super::property;
 use crate::record::{Finding, Outcome, PropertyResult};
-use crate::sandbox::{Change, ChangeKind};
+use crate::wasm::{Change, ChangeKind};
 use std::collections::BTreeMap;
 
 /// The host-side property that lists the paths the agent changed which

@@ -58,7 +58,7 @@ use crate::record::{
     Drift, Finding, FixtureLock, Outcome, PropertyRecord, PropertyResult, SCHEMA, StoredFile,
     TestRun, TranscriptReceipt,
 };
-use crate::sandbox::{Change, ChangeKind, Mounts, RunDetails, Sandbox, TrialInput};
+use crate::wasm::{Change, ChangeKind, Mounts, RunDetails, Sandbox, TrialInput};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -87,7 +87,7 @@ pub struct Replay<'a> {
     pub repo: &'a Repo,
     /// Full object id of the base revision.
     pub base: &'a str,
-    pub config: &'a config::Loaded,
+    pub config: &'a config::LoadedConfig,
     /// The ledger directory: always protected when it lies in the repository.
     pub ledger_root: &'a Path,
     pub transcript: &'a Loaded<TranscriptReceipt>,
@@ -114,7 +114,7 @@ pub struct Replay<'a> {
 
 /// What the test command produced: how it ran (on the base too), and its
 /// reports as stored.
-pub struct Tested {
+pub struct TestResults {
     pub run: TestRun,
     pub junit: Option<(StoredFile, Vec<u8>)>,
     pub base_junit: Option<(StoredFile, Vec<u8>)>,
@@ -235,7 +235,7 @@ pub fn run(spec: &Replay<'_>, trees: &TrialTrees) -> Result<Replayed> {
 pub fn run_with_tests(
     spec: &Replay<'_>,
     trees: &TrialTrees,
-    tests: Option<&dyn Fn() -> Result<Tested>>,
+    tests: Option<&dyn Fn() -> Result<TestResults>>,
 ) -> Result<Replayed> {
     let used = Mutex::new(BTreeMap::new());
     let runs = Mutex::new(BTreeMap::new());
@@ -256,7 +256,7 @@ impl Session<'_, '_> {
     fn replay(
         &self,
         trees: &TrialTrees,
-        tests: Option<&dyn Fn() -> Result<Tested>>,
+        tests: Option<&dyn Fn() -> Result<TestResults>>,
     ) -> Result<PropertyRecord> {
         let spec = self.spec;
         let tmp = &trees.tmp;

@@ -4,7 +4,7 @@
 //! over every object of the base tree), and it depends on nothing but the
 //! commit, whose id names its content.
 //!
-//! An entry is the pack, its index and a seal (`sandbox::seal` under the
+//! An entry is the pack, its index and a seal (`wasm::seal` under the
 //! cache key) over the commit id and both files' sha256 and length. A hit
 //! is copied into the scratch directory while it is hashed, no further than
 //! its sealed length and only from a regular file (never through a link, a
@@ -39,7 +39,7 @@ fn scratch_path(dir: &Path, ext: &str) -> PathBuf {
 /// error when `from` is not a regular file or holds more than `cap`.
 fn copy_hashing(from: &Path, to: &Path, cap: u64) -> std::io::Result<(String, u64)> {
     use sha2::Digest;
-    let (src, _) = crate::sandbox::open_cache_entry(from, cap)?;
+    let (src, _) = crate::wasm::open_cache_entry(from, cap)?;
     let mut src = src.take(cap + 1);
     let mut dst = std::fs::OpenOptions::new()
         .write(true)
@@ -78,8 +78,8 @@ fn seal_body(files: &[(String, u64)]) -> Vec<u8> {
 /// Puts the cached pack of `commit` into `dir` when there is an authentic
 /// entry; `false` (and `dir` as it was) otherwise.
 pub fn load(cache: &Path, commit: &str, dir: &Path) -> bool {
-    let Some(body) = crate::sandbox::read_cache_entry(&entry_path(cache, commit, "seal"), SEAL_CAP)
-        .and_then(|sealed| crate::sandbox::open_sealed(DOMAIN, commit, &sealed))
+    let Some(body) = crate::wasm::read_cache_entry(&entry_path(cache, commit, "seal"), SEAL_CAP)
+        .and_then(|sealed| crate::wasm::open_sealed(DOMAIN, commit, &sealed))
     else {
         return false;
     };
@@ -138,7 +138,7 @@ fn try_store(cache: &Path, commit: &str, dir: &Path) -> std::io::Result<()> {
         tmp.persist(entry_path(cache, commit, ext))
             .map_err(|e| e.error)?;
     }
-    let sealed = crate::sandbox::seal(DOMAIN, commit, &seal_body(&digests))
+    let sealed = crate::wasm::seal(DOMAIN, commit, &seal_body(&digests))
         .ok_or_else(|| std::io::Error::other("no cache key"))?;
-    crate::sandbox::write_cache_entry(&entry_path(cache, commit, "seal"), &sealed)
+    crate::wasm::write_cache_entry(&entry_path(cache, commit, "seal"), &sealed)
 }

@@ -11,7 +11,7 @@ use crate::exit::Result;
 use crate::git::Checkout;
 use crate::ledger::{Fetched, RunId};
 use crate::record::{Outcome, PropertyResult};
-use crate::sandbox::{Limits, Mounts, Plugin, TrialInput};
+use crate::wasm::{Limits, Mounts, Plugin, TrialInput};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -7,7 +7,7 @@ use crate::config::PropertyConfig;
 use crate::exit::{Error, Result};
 use crate::git::{Applied, Checkout};
 use crate::record::Outcome;
-use crate::sandbox::{Limits, Mounts, Plugin, TrialInput};
+use crate::wasm::{Limits, Mounts, Plugin, TrialInput};
 use std::path::{Path, PathBuf};
 
 pub(super) enum SelfTest {

@@ -222,7 +222,7 @@ pub fn run_tests(
     // the base.
     hidden.extend(repo.history_dirs());
     hidden.push(ledger_root.to_path_buf());
-    hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
+    hidden.extend(crate::wasm::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
     hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
     hidden.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
     // Every begun run's trace and key: the patched code has no business

@@ -13,7 +13,7 @@ use crate::ledger::{Fetched, read_object};
 use crate::lock::check_consistent;
 use crate::record::{FixtureLock, PropertyRecord, TranscriptReceipt, VerdictRecord};
 use crate::replay::TrialTrees;
-use crate::sandbox::Sandbox;
+use crate::wasm::Sandbox;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
@@ -22,7 +22,7 @@ use rerun::Archived;
 
 /// What verifying one run found.
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
-pub struct RunReport {
+pub struct RunVerification {
     pub run_id: String,
     pub ok: bool,
     pub failures: Vec<String>,
@@ -131,7 +131,7 @@ impl<'a> Verifier<'a> {
             .clone()
     }
 
-    pub fn verify(&mut self, run: &str) -> RunReport {
+    pub fn verify(&mut self, run: &str) -> RunVerification {
         let mut failures = Vec::new();
         let mut signature = SignatureCheck::Absent;
         let mut evidence = Evidence::default();
@@ -139,7 +139,7 @@ impl<'a> Verifier<'a> {
             Ok(id) => self.verify_run(&id, &mut failures, &mut signature, &mut evidence),
             Err(e) => failures.push(e.to_string()),
         }
-        RunReport {
+        RunVerification {
             run_id: run.to_string(),
             ok: failures.is_empty(),
             failures,

@@ -10,7 +10,7 @@ use crate::git::Repo;
 use crate::ledger::{Fetched, Loaded, RunId, read_object};
 use crate::record::{FixtureLock, PropertyRecord, TranscriptReceipt};
 use crate::replay::{self, Replay, Source, TrialTrees};
-use crate::sandbox::Sandbox;
+use crate::wasm::Sandbox;
 
 /// What re-running an archived replay works on.
 pub(super) struct Archived<'r> {
@@ -39,7 +39,7 @@ impl Verifier<'_> {
         &self,
         a: Archived<'_>,
         (junit, test_run, base_junit): Reports,
-        tests: Option<&dyn Fn() -> Result<crate::replay::Tested>>,
+        tests: Option<&dyn Fn() -> Result<crate::replay::TestResults>>,
     ) -> Result<replay::Replayed> {
         let record = &a.props.record;
         let objects = self.ledger.objects();
@@ -75,19 +75,19 @@ impl Verifier<'_> {
     }
 
     /// The configuration a property record names, from the object store.
-    fn archived_config(&self, record: &PropertyRecord) -> Result<config::Loaded> {
+    fn archived_config(&self, record: &PropertyRecord) -> Result<config::LoadedConfig> {
         let objects = self.ledger.objects();
         let bytes = match read_object(&objects, &record.config_sha256)? {
             Fetched::Found(bytes) => bytes,
             Fetched::Unavailable(why) => return Err(Error::Missing(why)),
         };
         if bytes.is_empty() {
-            return Ok(config::Loaded::absent(
+            return Ok(config::LoadedConfig::absent(
                 "the archived configuration (none)".into(),
             ));
         }
         let source = objects.join(&record.config_sha256).display().to_string();
-        config::Loaded::from_bytes(bytes, source)
+        config::LoadedConfig::from_bytes(bytes, source)
     }
 
     /// Runs the recorded test command again, in the sandbox, on the
@@ -144,7 +144,7 @@ impl Verifier<'_> {
         };
         let roots = &lock.record.roots;
         let trees = TrialTrees::new(repo, &record.base_revision)?;
-        let tests = || -> Result<crate::replay::Tested> {
+        let tests = || -> Result<crate::replay::TestResults> {
             let baseline = if test.baseline {
                 let (run, report, _) = replay::run_tests(
                     trees.shared(),
@@ -176,7 +176,7 @@ impl Verifier<'_> {
                 });
                 base_junit = base_report.map(|b| (stored_as("base-junit.xml", &b), b));
             }
-            Ok(crate::replay::Tested {
+            Ok(crate::replay::TestResults {
                 run: ran,
                 junit: report.map(|b| (stored_as("junit.xml", &b), b)),
                 base_junit,

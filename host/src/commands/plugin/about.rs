@@ -3,13 +3,13 @@
 //! the hints that name a toolchain's fix.
 
 use crate::output::inert;
-use crate::sandbox::{Disposition, Import, Inspection};
+use crate::wasm::{Disposition, Import, Inspection};
 use serde::Serialize;
 use std::path::Path;
 
 /// What `plugin inspect` prints, and the head of what `plugin test` prints.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct About {
+pub struct PluginAbout {
     pub(super) plugin: String,
     sha256: String,
     /// What it says about itself; absent when it was refused.
@@ -34,8 +34,8 @@ pub struct About {
     pub(super) hints: Vec<String>,
 }
 
-impl About {
-    pub(super) fn new(plugin: &Path, inspection: Inspection) -> About {
+impl PluginAbout {
+    pub(super) fn new(plugin: &Path, inspection: Inspection) -> PluginAbout {
         let mut imports = inspection.imports;
         imports.sort_by(|a, b| a.name.cmp(&b.name));
         let stubbed_imports = imports
@@ -59,7 +59,7 @@ impl About {
             refused.as_deref(),
             describe_stderr.as_deref().unwrap_or(""),
         );
-        About {
+        PluginAbout {
             plugin: plugin.display().to_string(),
             sha256: inspection.sha256,
             name: info.as_ref().map(|i| i.0.clone()),

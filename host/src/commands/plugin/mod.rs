@@ -14,7 +14,7 @@ pub mod about;
 pub mod new;
 pub mod precompile;
 
-use about::{About, hints, indented};
+use about::{PluginAbout, hints, indented};
 
 use crate::config::PropertyConfig;
 use crate::exit::{Error, ExitCode, Result, Sysexit};
@@ -24,7 +24,7 @@ use crate::record::{
     Finding, FixtureLock, Outcome, PropertyResult, SCHEMA, StoredFile, TranscriptReceipt,
 };
 use crate::resolve::{ConfigArgs, ConfigAt, Needs, RepoArgs};
-use crate::sandbox::{Limits, RunDetails, Sandbox};
+use crate::wasm::{Limits, RunDetails, Sandbox};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -155,7 +155,7 @@ impl InspectArgs {
         let bytes = crate::input::read_file(&self.plugin, crate::input::OBJECT_CAP)?;
         let sandbox = sandbox(&self.cache)?;
         let limits = limits(&self.limits, &Default::default());
-        let about = About::new(&self.plugin, sandbox.inspect(&bytes, &limits));
+        let about = PluginAbout::new(&self.plugin, sandbox.inspect(&bytes, &limits));
         output::emit(self.output.format, &about, || about.human(true))?;
         Ok(match about.refused {
             Some(_) => ExitCode::Sysexit(Sysexit::Data),
@@ -166,9 +166,9 @@ impl InspectArgs {
 
 /// What `plugin test` prints.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Tested {
+pub struct PluginTestOutput {
     #[serde(flatten)]
-    about: About,
+    about: PluginAbout,
     /// Absent when the plugin was refused (it never ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     run: Option<Run>,
@@ -199,7 +199,7 @@ struct Run {
     stderr_tail: Option<String>,
 }
 
-impl Tested {
+impl PluginTestOutput {
     fn human(&self) -> String {
         let Some(run) = &self.run else {
             return self.about.human(true);
@@ -304,9 +304,9 @@ impl TestArgs {
         };
         let limits = limits(&self.limits, &resolved.config.config.limits);
         let sandbox = sandbox(&self.cache)?;
-        let mut about = About::new(&self.plugin, sandbox.inspect(&bytes, &limits));
+        let mut about = PluginAbout::new(&self.plugin, sandbox.inspect(&bytes, &limits));
         let Some(name) = about.name.clone() else {
-            let tested = Tested { about, run: None };
+            let tested = PluginTestOutput { about, run: None };
             output::emit(self.output.format, &tested, || tested.human())?;
             return Ok(ExitCode::Sysexit(Sysexit::Data));
         };
@@ -450,7 +450,7 @@ impl TestArgs {
         } else {
             ExitCode::Reject
         };
-        let tested = Tested {
+        let tested = PluginTestOutput {
             about,
             run: Some(Run {
                 outcome: result.outcome,

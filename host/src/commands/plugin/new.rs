@@ -30,7 +30,7 @@ impl NewArgs {
         let build = self.lang.build_command();
         let component = dir.join(self.lang.component(&self.name));
         match self.output.format {
-            OutputFormat::Json => output::print_json(&Created {
+            OutputFormat::Json => output::print_json(&PluginNewOutput {
                 name: &self.name,
                 lang: self.lang.as_str(),
                 dir: &dir,
@@ -59,7 +59,7 @@ impl NewArgs {
 
 /// `plugin new --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Created<'a> {
+pub struct PluginNewOutput<'a> {
     /// The property's name.
     pub name: &'a str,
     /// `rust`, `python` or `javascript`.

@@ -11,7 +11,7 @@
 
 use crate::exit::{Error, ExitCode, Result, Sysexit};
 use crate::output::{self, OutputArgs, inert};
-use crate::sandbox::{Limits, Sandbox};
+use crate::wasm::{Limits, Sandbox};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -29,7 +29,7 @@ pub struct PrecompileArgs {
 
 /// What `plugin precompile` prints.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Report {
+pub struct PrecompileOutput {
     cache_dir: String,
     /// Where the key that authenticates the entries comes from: the
     /// `AGENT_LEDGER_CACHE_KEY` variable or the per-user key file's path.
@@ -60,10 +60,10 @@ impl PrecompileArgs {
                 "no cache directory: pass --cache-dir or set AGENT_LEDGER_CACHE_DIR".into(),
             )
         })?;
-        let key = crate::sandbox::cache_key_source().ok_or_else(|| {
+        let key = crate::wasm::cache_key_source().ok_or_else(|| {
             Error::Usage(format!(
                 "no key to authenticate cache entries: set {} or HOME",
-                crate::sandbox::CACHE_KEY_ENV
+                crate::wasm::CACHE_KEY_ENV
             ))
         })?;
         let components = self.components()?;
@@ -94,7 +94,7 @@ impl PrecompileArgs {
                 refused,
             });
         }
-        let report = Report {
+        let report = PrecompileOutput {
             cache_dir: dir.display().to_string(),
             key,
             plugins,
@@ -139,7 +139,7 @@ impl PrecompileArgs {
     }
 }
 
-impl Report {
+impl PrecompileOutput {
     fn human(&self) -> String {
         let mut text = format!(
             "compile cache: {} (entries authenticated with {})\n",

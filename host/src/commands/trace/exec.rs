@@ -35,7 +35,7 @@ pub(super) fn run_sandboxed(
     hidden.extend(trace_dir);
     // Every begun run's trace and key, whichever trace this call names.
     hidden.extend(registered.iter().cloned());
-    hidden.extend(crate::sandbox::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
+    hidden.extend(crate::wasm::cache_key_path().and_then(|k| k.parent().map(Path::to_path_buf)));
     hidden.extend(std::env::var_os("HOME").map(PathBuf::from));
     hidden.extend(std::env::var_os("TMPDIR").map(PathBuf::from));
     // A directory holding the workspace cannot be hidden without hiding the
@@ -251,7 +251,7 @@ pub(super) fn exec(
         ExitCode::CommandFailed
     };
     if at.output.format == OutputFormat::Json {
-        output::print_json(&Executed {
+        output::print_json(&TraceExecOutput {
             spans: &closed,
             undeclared: &undeclared,
             command_exit_code: ran.as_ref().ok().copied(),
@@ -276,7 +276,7 @@ pub(super) fn exec(
 
 /// `trace exec --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Executed<'a> {
+pub struct TraceExecOutput<'a> {
     /// The close line of each span, in order.
     pub spans: &'a [agent_ledger_trace::Line],
     /// Paths the command changed without declaring them (`--writes`).

@@ -175,7 +175,7 @@ pub(super) fn begin(
         let _ = std::fs::remove_file(&trace_abs);
         return Err(e);
     }
-    let value = Begun {
+    let value = TraceBeginOutput {
         run: &run,
         agent,
         workspace: &workspace,
@@ -360,7 +360,7 @@ pub(super) fn tree_patch(git: &crate::git::Repo, base: &str, tree: &str) -> Resu
 
 /// `trace begin --format json`.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct Begun<'a> {
+pub struct TraceBeginOutput<'a> {
     /// The run id.
     pub run: &'a str,
     /// The agent the run is for.

@@ -450,7 +450,7 @@ impl fs::HostDirectoryEntryStream for DeterministicFs<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::{Limits, Mounts, Sandbox};
+    use crate::wasm::{Limits, Mounts, Sandbox};
     use fs::HostDescriptor;
 
     #[test]

@@ -148,8 +148,8 @@ mod tests {
         m
     }
 
-    fn limits_64_mb() -> crate::sandbox::Limits {
-        crate::sandbox::Limits {
+    fn limits_64_mb() -> crate::wasm::Limits {
+        crate::wasm::Limits {
             memory_bytes: 64 << 20,
             ..Default::default()
         }
@@ -158,7 +158,7 @@ mod tests {
     /// What a run of `bytes` ends with: instantiation, then its `run` export
     /// when it has one.
     fn run_core(bytes: &[u8]) -> String {
-        let sandbox = crate::sandbox::Sandbox::new(None).unwrap();
+        let sandbox = crate::wasm::Sandbox::new(None).unwrap();
         let limits = limits_64_mb();
         let mut store = sandbox.store(&limits, None, [0; 32], None).unwrap();
         let module = wasmtime::Module::new(&sandbox.engine, bytes).unwrap();
