@@ -195,3 +195,25 @@ impl Drop for Cgroup {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_fresh_and_only_a_dead_process_cgroup_is_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (child(dir.path()), child(dir.path()));
+        assert_ne!(a, b);
+        std::fs::create_dir(&a).unwrap();
+        // A pid no process has (above pid_max's ceiling of 2^22).
+        let dead = dir.path().join("agent-ledger-99999999-0");
+        std::fs::create_dir(&dead).unwrap();
+        let other = dir.path().join("someone-else");
+        std::fs::create_dir(&other).unwrap();
+        sweep(dir.path());
+        assert!(a.exists(), "this process's own cgroup stays");
+        assert!(!dead.exists(), "a dead process's empty cgroup goes");
+        assert!(other.exists(), "a cgroup not named by agent-ledger stays");
+    }
+}

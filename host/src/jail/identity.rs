@@ -157,3 +157,30 @@ pub(crate) fn give_away(dir: &Path, id: u32) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_that_overlap_never_share_a_host_uid_and_a_freed_one_is_reused() {
+        let held: Vec<HostId> = (0..16).map(|_| sandbox_host_id()).collect();
+        let mut ids: Vec<u32> = held.iter().map(|h| h.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 16, "16 runs at once, 16 uids");
+        assert!(ids.iter().all(|&id| id >= crate::jail::SANDBOX_HOST_ID));
+        drop(held);
+        // Every slot was given back: 16 more are had without waiting.
+        let again: Vec<HostId> = (0..16).map(|_| sandbox_host_id()).collect();
+        assert_eq!(again.len(), 16);
+    }
+
+    #[test]
+    fn host_root_is_uid_0_of_the_initial_user_namespace_only() {
+        let uid_map = std::fs::read_to_string("/proc/self/uid_map").unwrap();
+        let initial = uid_map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"];
+        let root = nix::unistd::geteuid().is_root();
+        assert_eq!(host_root(), initial && root);
+    }
+}

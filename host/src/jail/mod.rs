@@ -467,3 +467,29 @@ pub(crate) fn dev_null() -> std::io::Result<hakoniwa::Stdio> {
         .open("/dev/null")?
         .into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_runs_in_a_session_of_its_own() {
+        let argv = in_new_session(&["sh".into(), "-c".into(), "true".into()]).unwrap();
+        assert!(SETSID.contains(&argv[0].as_str()), "{argv:?}");
+        assert_eq!(&argv[1..], ["--wait", "sh", "-c", "true"]);
+    }
+
+    #[test]
+    fn nothing_writable_is_bound_from_the_host() {
+        // The fresh directories are the jail's own, never the host's, and
+        // no system directory is also one the jail never binds.
+        for dir in FRESH {
+            let top = dir.trim_start_matches('/').split('/').next().unwrap();
+            assert!(NOT_BOUND.contains(&top), "{dir}");
+            assert!(!SYSTEM_DIRS.contains(&top), "{dir}");
+        }
+        for dir in SYSTEM_DIRS {
+            assert!(!NOT_BOUND.contains(dir), "{dir}");
+        }
+    }
+}

@@ -116,3 +116,45 @@ impl Pumps {
         (ids, stdout, stderr)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader(bytes: &[u8]) -> Option<Box<dyn Read + Send>> {
+        Some(Box::new(std::io::Cursor::new(bytes.to_vec())))
+    }
+
+    #[test]
+    fn both_streams_are_kept_with_the_completion_ids_they_print() {
+        let pumps = Pumps::start(
+            1 << 20,
+            false,
+            reader(b"ok chatcmpl-9x8Yk2mQpL4rT7vW1zA3bC5dE6f\n"),
+            reader(b"err\n"),
+        );
+        let (ids, stdout, stderr) = pumps.finish();
+        assert_eq!(stdout, b"ok chatcmpl-9x8Yk2mQpL4rT7vW1zA3bC5dE6f\n");
+        assert_eq!(stderr, b"err\n");
+        assert_eq!(
+            ids.into_iter().collect::<Vec<_>>(),
+            ["chatcmpl-9x8Yk2mQpL4rT7vW1zA3bC5dE6f"]
+        );
+    }
+
+    #[test]
+    fn the_cap_counts_both_streams_together() {
+        let pumps = Pumps::start(10, false, reader(&[b'a'; 8]), reader(&[b'b'; 8]));
+        let start = Instant::now();
+        while !pumps.over_cap() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(POLL);
+        }
+        assert!(pumps.over_cap(), "16 bytes against a cap of 10");
+        let (_, stdout, stderr) = pumps.finish();
+        assert_eq!(
+            stdout.len() + stderr.len(),
+            10,
+            "no byte past the cap is kept"
+        );
+    }
+}

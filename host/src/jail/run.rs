@@ -97,38 +97,24 @@ impl Jail<'_> {
                 .take()
                 .map(|r| Box::new(r) as Box<dyn Read + Send>),
         );
-        let mut stopped = None;
-        let deadline = Instant::now() + caps.timeout;
         let mut members = Members::of(child.id(), false, sysv);
-        let mut polls = 0u32;
-        let status = loop {
-            let status = child
-                .try_wait()
-                .map_err(|e| Error::Internal(format!("cannot wait for the test command: {e}")))?;
-            if let Some(status) = status {
-                break status;
-            }
-            if stopped.is_none() {
-                stopped = pumps.over_cap().then_some(Stopped::OutputCap);
-                if Instant::now() >= deadline {
-                    stopped = Some(Stopped::Timeout);
-                }
-                polls = polls.wrapping_add(1);
-                stopped = stopped.or(members.over(caps, polls.is_multiple_of(MEMORY_EVERY)));
-                if stopped.is_some() {
-                    // Kills the process the sandbox runs first (its PID
-                    // namespace's init: the kernel then kills every
-                    // process left in that namespace), then the sandbox's
-                    // own helper. Not the helper alone: a command can clear
-                    // its init's death signal (with gdb, say) and outlive
-                    // it (`tests/all/test_sandbox.rs`,
-                    // `a_stopped_test_command_leaves_no_process_behind`).
-                    kill_children(child.id());
-                    let _ = child.kill();
-                }
-            }
-            std::thread::sleep(POLL);
-        };
+        let (status, mut stopped) = watch(
+            &mut child,
+            |c| c.try_wait(),
+            // Kills the process the sandbox runs first (its PID namespace's
+            // init: the kernel then kills every process left in that
+            // namespace), then the sandbox's own helper. Not the helper
+            // alone: a command can clear its init's death signal (with gdb,
+            // say) and outlive it (`tests/all/test_sandbox.rs`,
+            // `a_stopped_test_command_leaves_no_process_behind`).
+            |child| {
+                kill_children(child.id());
+                let _ = child.kill();
+            },
+            &pumps,
+            &mut members,
+            caps,
+        )?;
         if let Some(c) = cgroup {
             c.kill_all();
         }
@@ -149,6 +135,42 @@ impl Jail<'_> {
             stdout,
             stderr,
         })
+    }
+}
+
+/// The one watch loop, sandboxed or not: polls `try_wait` until the command
+/// ends, and stops it (`kill`, once) when it passes its output cap, its
+/// deadline, or its memory or process caps (`members`). Returns its status
+/// and why it was stopped, if it was.
+fn watch<C, S, E: std::fmt::Display>(
+    child: &mut C,
+    try_wait: impl Fn(&mut C) -> std::result::Result<Option<S>, E>,
+    kill: impl Fn(&mut C),
+    pumps: &Pumps,
+    members: &mut Members,
+    caps: &Caps,
+) -> Result<(S, Option<Stopped>)> {
+    let mut stopped = None;
+    let deadline = Instant::now() + caps.timeout;
+    let mut polls = 0u32;
+    loop {
+        if let Some(status) = try_wait(child)
+            .map_err(|e| Error::Internal(format!("cannot wait for the test command: {e}")))?
+        {
+            return Ok((status, stopped));
+        }
+        if stopped.is_none() {
+            stopped = pumps.over_cap().then_some(Stopped::OutputCap);
+            if Instant::now() >= deadline {
+                stopped = Some(Stopped::Timeout);
+            }
+            polls = polls.wrapping_add(1);
+            stopped = stopped.or(members.over(caps, polls.is_multiple_of(MEMORY_EVERY)));
+            if stopped.is_some() {
+                kill(child);
+            }
+        }
+        std::thread::sleep(POLL);
     }
 }
 
@@ -211,30 +233,15 @@ pub(crate) fn run_unsandboxed(
             .take()
             .map(|r| Box::new(r) as Box<dyn Read + Send>),
     );
-    let mut stopped = None;
-    let deadline = Instant::now() + caps.timeout;
     let mut members = Members::of(child.id(), true, None);
-    let mut polls = 0u32;
-    let status = loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| Error::Internal(format!("cannot wait for the test command: {e}")))?
-        {
-            break status;
-        }
-        if stopped.is_none() {
-            stopped = pumps.over_cap().then_some(Stopped::OutputCap);
-            if Instant::now() >= deadline {
-                stopped = Some(Stopped::Timeout);
-            }
-            polls = polls.wrapping_add(1);
-            stopped = stopped.or(members.over(caps, polls.is_multiple_of(MEMORY_EVERY)));
-            if stopped.is_some() {
-                kill_group();
-            }
-        }
-        std::thread::sleep(POLL);
-    };
+    let (status, mut stopped) = watch(
+        &mut child,
+        |c| c.try_wait(),
+        |_| kill_group(),
+        &pumps,
+        &mut members,
+        caps,
+    )?;
     // What it left behind in its group goes too (a process that made its
     // own session escapes this: that is what the sandbox is for).
     kill_group();
@@ -249,4 +256,80 @@ pub(crate) fn run_unsandboxed(
         stdout,
         stderr,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn caps(timeout: Duration, output_cap: u64) -> Caps {
+        Caps {
+            timeout,
+            output_cap,
+            memory: u64::MAX,
+            max_procs: u64::MAX,
+        }
+    }
+
+    /// A stand-in command: running until killed, then it ends.
+    struct Fake {
+        killed: Cell<u32>,
+    }
+
+    fn watch_fake(pumps: &Pumps, caps: &Caps) -> (u32, Option<Stopped>) {
+        let mut fake = Fake {
+            killed: Cell::new(0),
+        };
+        let mut members = Members::of(std::process::id(), true, None);
+        let (status, stopped) = watch(
+            &mut fake,
+            |f| Ok::<_, std::io::Error>((f.killed.get() > 0).then_some(f.killed.get())),
+            |f| f.killed.set(f.killed.get() + 1),
+            pumps,
+            &mut members,
+            caps,
+        )
+        .unwrap();
+        (status, stopped)
+    }
+
+    #[test]
+    fn the_watch_stops_a_command_past_its_deadline_once() {
+        let pumps = Pumps::start(1 << 20, false, None, None);
+        let (kills, stopped) = watch_fake(&pumps, &caps(Duration::ZERO, 1 << 20));
+        assert_eq!(stopped, Some(Stopped::Timeout));
+        assert_eq!(kills, 1, "killed once, then waited for");
+    }
+
+    #[test]
+    fn the_watch_stops_a_command_past_its_output_cap() {
+        let out: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(vec![b'x'; 4096]));
+        let pumps = Pumps::start(100, false, Some(out), None);
+        // The pump reads on its own thread; wait until it has.
+        let start = Instant::now();
+        while !pumps.over_cap() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(POLL);
+        }
+        let (_, stopped) = watch_fake(&pumps, &caps(Duration::from_secs(3600), 100));
+        assert_eq!(stopped, Some(Stopped::OutputCap));
+        let (_, stdout, _) = pumps.finish();
+        assert_eq!(stdout.len(), 100, "kept up to the cap");
+    }
+
+    #[test]
+    fn a_command_that_ends_in_time_is_not_stopped() {
+        let pumps = Pumps::start(1 << 20, false, None, None);
+        let mut members = Members::of(std::process::id(), true, None);
+        let (status, stopped) = watch(
+            &mut (),
+            |_| Ok::<_, std::io::Error>(Some(0)),
+            |_| panic!("nothing to kill"),
+            &pumps,
+            &mut members,
+            &caps(Duration::from_secs(3600), 1 << 20),
+        )
+        .unwrap();
+        assert_eq!((status, stopped), (0, None));
+    }
 }
