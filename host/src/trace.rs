@@ -23,7 +23,9 @@ use std::fs::OpenOptions;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+pub mod adapter;
 mod key;
+pub mod session;
 
 pub use key::{KEY_FD_ENV, KEY_LEN, Key, KeyPin, fd_key, key_path, new_span_id, preload_fd_key};
 

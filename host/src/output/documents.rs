@@ -50,7 +50,7 @@ documents! {
         "output-replay-incomplete" => c::replay::ReplayIncompleteOutput<'_>,
         "output-sign" => c::sign::SignOutput<'_>,
         "output-keygen" => c::sign::KeygenOutput<'_>,
-        "output-trace-begin" => c::trace::session::TraceBeginOutput<'_>,
+        "output-trace-begin" => crate::trace::session::Begun,
         "output-trace-exec" => c::trace::exec::TraceExecOutput<'_>,
         "output-trace-lines" => [agent_ledger_trace::Line],
         "output-trace-list" => Vec<crate::runs::Listed>,

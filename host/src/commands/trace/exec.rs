@@ -2,6 +2,8 @@
 //! traced and everything else it changed judged.
 
 use super::*;
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 
 /// How `trace exec` may run its command.
 #[derive(Debug, Clone, Copy)]
@@ -151,7 +153,8 @@ pub(super) fn find_program(program: &str) -> Result<String> {
 }
 
 pub(super) fn exec(
-    at: &Where,
+    at: &Site,
+    format: OutputFormat,
     writes: &[PathBuf],
     command: &[std::ffi::OsString],
     how: Sandboxing,
@@ -250,7 +253,7 @@ pub(super) fn exec(
     } else {
         ExitCode::CommandFailed
     };
-    if at.output.format == OutputFormat::Json {
+    if format == OutputFormat::Json {
         output::print_json(&TraceExecOutput {
             spans: &closed,
             undeclared: &undeclared,

@@ -1,46 +1,9 @@
-//! `trace begin` and `trace end`: a run registered with its key, base and
-//! workspace, and ended by judging the workspace and printing its patch.
+//! `trace begin` and `trace end`: the run's life (`crate::trace::session`)
+//! printed: the begun run for people or machines; the judgement on stderr
+//! and the patch on stdout.
 
 use super::*;
-
-/// A run id made from the time and this process.
-pub(super) fn new_run_id() -> String {
-    let now = crate::clock::now();
-    format!(
-        "run-{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        &trace::new_span_id()[..8]
-    )
-}
-
-/// An absolute path, without resolving links (it may not exist yet).
-pub(super) fn absolute(p: &Path) -> Result<PathBuf> {
-    std::path::absolute(p).map_err(|e| Error::read(p, e))
-}
-
-/// Where the workspace of `run` goes by default: beside the ledger, in
-/// `LEDGER-workspaces/RUN`.
-pub(super) fn default_workspace(ledger: &Path, run: &str) -> PathBuf {
-    let mut name = ledger
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_else(|| ".agent-ledger".into());
-    name.push("-workspaces");
-    ledger.with_file_name(name).join(run)
-}
-
-/// Where `trace begin` puts the run: its workspace, its trace, and the key
-/// (beside the trace, or handed over on a descriptor).
-pub(super) struct Placement<'a> {
-    pub(super) workspace: Option<PathBuf>,
-    pub(super) trace: &'a Path,
-    pub(super) key_fd: Option<i32>,
-}
+pub use crate::trace::session::Placement;
 
 pub(super) fn begin(
     repo: &Path,
@@ -50,155 +13,22 @@ pub(super) fn begin(
     run: Option<String>,
     format: OutputFormat,
 ) -> Result<ExitCode> {
-    let Placement {
-        workspace,
-        trace: trace_file,
-        key_fd,
-    } = place;
-    if agent.is_empty() || agent.len() > 128 || agent.chars().any(char::is_control) {
-        return Err(Error::Usage(format!(
-            "invalid agent id `{}`: use 1 to 128 characters, no control characters",
-            inert(agent)
-        )));
-    }
-    let run = match run {
-        Some(r) => crate::ledger::RunId::parse(&r)?.as_str().to_string(),
-        None => new_run_id(),
-    };
-    let resolved = crate::resolve::resolve(
-        Some(repo),
-        None,
-        None,
-        crate::resolve::Needs {
-            repo: true,
-            config_at: crate::resolve::ConfigAt::Head,
-        },
-    )?;
-    let git = resolved.repo()?;
-    let base = git.resolve_commit(rev)?;
-    let workspace =
-        absolute(&workspace.unwrap_or_else(|| default_workspace(resolved.ledger.root(), &run)))?;
-    let trace_abs = absolute(trace_file)?;
-    let key_file = trace::key_path(&trace_abs);
-    let trace_dir = trace_abs.parent().unwrap_or(Path::new("/")).to_path_buf();
-    for existing in [&workspace, &trace_abs, &key_file] {
-        if std::fs::symlink_metadata(existing).is_ok() {
-            return Err(Error::Exists {
-                path: existing.clone(),
-                hint: "`trace begin` makes a new workspace, trace and key for each run".into(),
-            });
-        }
-    }
-    if crate::paths::is_inside(&resolved.root, &trace_abs) {
-        return Err(Error::Usage(format!(
-            "the trace `{}` lies inside the repository `{}`: put it (and so its key) outside the repository and the workspace",
-            trace_abs.display(),
-            resolved.root.display()
-        )));
-    }
-    if trace_abs.starts_with(&workspace) {
-        return Err(Error::Usage(format!(
-            "the trace `{}` lies inside the workspace `{}`: put it outside",
-            trace_abs.display(),
-            workspace.display()
-        )));
-    }
-    if workspace.starts_with(&trace_dir) {
-        return Err(Error::Usage(format!(
-            "the workspace `{}` lies inside the trace's directory `{}`, which `trace exec` hides from the agent: give the trace a directory of its own",
-            workspace.display(),
-            trace_dir.display()
-        )));
-    }
-    if let Some(parent) = workspace.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
-    }
-    crate::git::run(
-        git.command()
-            .args(["worktree", "add", "--detach", "--quiet"])
-            .arg(&workspace)
-            .arg(&base),
-        &format!("worktree add (the workspace `{}`)", workspace.display()),
-    )?;
-    let workspace = workspace
-        .canonicalize()
-        .map_err(|e| Error::read(&workspace, e))?;
-    let git_dir = crate::git::Repo::open(&workspace)?
-        .git_dir()
-        .canonicalize()
-        .map_err(|e| Error::read(&workspace, e))?;
-    std::fs::create_dir_all(&trace_dir).map_err(|e| Error::write(&trace_dir, e))?;
-    // No other process of this user may read the key from this one's
-    // memory or descriptors (`/proc`) while it holds it.
-    nix::sys::prctl::set_dumpable(false)
-        .map_err(|e| Error::Internal(format!("cannot make the process non-dumpable: {e}")))?;
-    let key = trace::Key::generate()?;
-    match key_fd {
-        Some(fd) => key.write_to_fd(fd)?,
-        None => key.create(&key_file)?,
-    }
-    let seal = trace::Seal {
-        schema: trace::SCHEMA,
-        event: trace::SealEvent::Begin,
-        run: run.clone(),
-        agent: Some(agent.to_string()),
-        key_sha256: Some(key.sha256()),
-        workspace: Some(workspace.to_string_lossy().into_owned()),
-        base: Some(base.clone()),
-        git_dir: Some(git_dir.to_string_lossy().into_owned()),
-        lines: None,
-        prev: None,
-        ts: crate::clock::timestamp(),
-        mac: None,
-    };
-    if let Err(e) = trace::begin(&trace_abs, &seal, &key) {
-        // The key of a run that never began is no use to anyone.
-        let _ = std::fs::remove_file(&key_file);
-        return Err(e);
-    }
-    let registered = crate::runs::register(&crate::runs::Registration {
-        schema: crate::runs::SCHEMA,
-        run: run.clone(),
-        trace: trace_abs.clone(),
-        workspace: workspace.clone(),
-        git_dir: git_dir.clone(),
-        repo: resolved
-            .root
-            .canonicalize()
-            .map_err(|e| Error::read(&resolved.root, e))?,
-        aborted: None,
-    });
-    if let Err(e) = registered {
-        // Unregistered, nothing would keep other adapter calls away from the
-        // key: the run does not begin.
-        let _ = std::fs::remove_file(&key_file);
-        let _ = std::fs::remove_file(&trace_abs);
-        return Err(e);
-    }
-    let value = TraceBeginOutput {
-        run: &run,
-        agent,
-        workspace: &workspace,
-        base: &base,
-        trace: &trace_abs,
-        key_file: key_fd.is_none().then_some(key_file.as_path()),
-        key_fd,
-        key_sha256: key.sha256(),
-    };
-    output::emit(format, &value, || {
+    let begun = crate::trace::session::begin(repo, agent, place, rev, run)?;
+    output::emit(format, &begun, || {
         format!(
             "began run `{}` for agent `{}`\nworkspace: {} (at {})\ntrace: {} (key: {}, sha256 {})\nexport AGENT_LEDGER_TRACE={}\n",
-            inert(&run),
-            inert(agent),
-            inert(&workspace.display().to_string()),
-            base,
-            inert(&trace_abs.display().to_string()),
-            match key_fd {
-                Some(fd) => format!("handed over on descriptor {fd}"),
-                None => inert(&key_file.display().to_string()).into_owned(),
+            inert(&begun.run),
+            inert(&begun.agent),
+            inert(&begun.workspace.display().to_string()),
+            begun.base,
+            inert(&begun.trace.display().to_string()),
+            match (begun.key_fd, &begun.key_file) {
+                (Some(fd), _) => format!("handed over on descriptor {fd}"),
+                (None, Some(file)) => inert(&file.display().to_string()).into_owned(),
+                (None, None) => String::new(),
             },
-            key.sha256(),
-            inert(&shell_quote(&trace_abs.to_string_lossy()))
+            begun.key_sha256,
+            inert(&shell_quote(&begun.trace.to_string_lossy()))
         )
     })?;
     Ok(ExitCode::Ok)
@@ -222,56 +52,8 @@ pub(super) fn end(
     pin: Option<&str>,
     format: OutputFormat,
 ) -> Result<ExitCode> {
-    let Some(run) = trace::run_of(trace_file)? else {
-        return Err(Error::Refused(format!(
-            "`{}` has no begin line: only a run begun with `trace begin` is ended",
-            trace_file.display()
-        )));
-    };
-    if let Some(reg) = crate::runs::of_trace(trace_file)?
-        && let Some(when) = &reg.aborted
-    {
-        return Err(Error::Refused(format!(
-            "run `{}` was aborted (`trace abort`, {when}): it is never ended",
-            inert(&reg.run)
-        )));
-    }
-    let ws = PathBuf::from(run.begin.workspace.clone().unwrap_or_default());
-    let base = run.begin.base.clone().unwrap_or_default();
-    let resolved = crate::resolve::resolve(
-        Some(&ws),
-        None,
-        None,
-        crate::resolve::Needs {
-            repo: true,
-            config_at: crate::resolve::ConfigAt::Head,
-        },
-    )?;
-    let ignored = resolved.config.config.trace.ignored;
-    // The tree judged is the tree the patch is made from: a snapshot of
-    // the workspace, taken once, so nothing changed between the judgement
-    // and the patch can reach the patch.
-    let scratch = crate::replay::tempdir()?;
-    let git = resolved.repo()?.isolated(&base, scratch.path())?;
-    // Nothing in the workspace is excused as a ledger: capture runs in the
-    // repository, so a ledger here would be the agent's.
-    let snapshot = workspace_snapshot(&git, &base, ignored == IgnoredPolicy::Deny)?;
-    let judged = crate::reconcile::judge_trace(
-        &ws,
-        trace_file,
-        crate::reconcile::Trust {
-            file: None,
-            pin,
-            base: None,
-        },
-        &[],
-        ignored,
-        require_mutation,
-        crate::reconcile::Judged::Snapshot {
-            git: &git,
-            tree: &snapshot,
-        },
-    )?;
+    let ended = crate::trace::session::end(trace_file, require_mutation, pin)?;
+    let judged = &ended.judged;
     // The report goes to stderr: stdout is the patch.
     match format {
         OutputFormat::Json => eprintln!(
@@ -281,100 +63,23 @@ pub(super) fn end(
         ),
         OutputFormat::Human => eprint!("{}", judged.human),
     }
-    if judged.code != ExitCode::Ok {
+    let Some((lines, patch)) = &ended.sealed else {
         eprintln!(
             "error: run `{}` is not ended (no end line written, no patch printed): exit {}",
-            inert(&run.begin.run),
+            inert(&ended.run),
             judged.code.code()
         );
         return Ok(judged.code);
-    }
-    let lines = trace::end(trace_file)?;
-    let patch = tree_patch(&git, &base, &snapshot)?;
+    };
     use std::io::Write;
     std::io::stdout()
         .lock()
-        .write_all(&patch)
+        .write_all(patch)
         .map_err(|e| Error::write(Path::new("<stdout>"), e))?;
     eprintln!(
         "ended run `{}`: the trace is sealed after line {lines}; the patch ({} bytes) is on stdout",
-        inert(&run.begin.run),
+        inert(&ended.run),
         patch.len()
     );
     Ok(ExitCode::Ok)
-}
-
-/// A snapshot of the workspace as a tree object: the base with every change
-/// in the working tree, untracked files included (and, under `[trace]
-/// ignored = "deny"`, git-ignored ones too, as reconcile counts them),
-/// written from a private index so the workspace's own index is untouched.
-/// `git`: the workspace seen through its own git directory
-/// (`Repo::isolated`), which holds the snapshot's objects.
-pub(super) fn workspace_snapshot(
-    git: &crate::git::Repo,
-    base: &str,
-    ignored: bool,
-) -> Result<String> {
-    let tmp = crate::replay::tempdir()?;
-    let index = tmp.path().join("index");
-    let run = |args: &[&str]| -> Result<Vec<u8>> {
-        let out = crate::git::run(
-            git.command().env("GIT_INDEX_FILE", &index).args(args),
-            &format!(
-                "{} in the workspace `{}`",
-                args.first().copied().unwrap_or(""),
-                git.root.display()
-            ),
-        )?;
-        Ok(out.stdout)
-    };
-    run(&["read-tree", base])?;
-    let mut add: Vec<String> = vec!["add".into(), "-A".into()];
-    if ignored {
-        add.push("-f".into());
-    }
-    add.push("--".into());
-    add.push(".".into());
-    let add: Vec<&str> = add.iter().map(String::as_str).collect();
-    run(&add)?;
-    let tree = run(&["write-tree"])?;
-    Ok(String::from_utf8_lossy(&tree).trim().to_string())
-}
-
-/// The snapshot `tree` against `base` as a binary unified diff.
-pub(super) fn tree_patch(git: &crate::git::Repo, base: &str, tree: &str) -> Result<Vec<u8>> {
-    let out = crate::git::run(
-        git.command().args([
-            "diff",
-            "--binary",
-            "--no-color",
-            "--no-ext-diff",
-            "--end-of-options",
-            base,
-            tree,
-        ]),
-        &format!("diff in the workspace `{}`", git.root.display()),
-    )?;
-    Ok(out.stdout)
-}
-
-/// `trace begin --format json`.
-#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct TraceBeginOutput<'a> {
-    /// The run id.
-    pub run: &'a str,
-    /// The agent the run is for.
-    pub agent: &'a str,
-    /// The workspace (a git worktree at `base`) the agent works in.
-    pub workspace: &'a std::path::Path,
-    /// The commit the workspace was made at.
-    pub base: &'a str,
-    /// The trace file (`AGENT_LEDGER_TRACE`).
-    pub trace: &'a std::path::Path,
-    /// The run's key file; null when it went to `key_fd`.
-    pub key_file: Option<&'a std::path::Path>,
-    /// The descriptor the key was written to (`--key-fd`).
-    pub key_fd: Option<i32>,
-    /// sha256 of the key (never the key).
-    pub key_sha256: String,
 }
