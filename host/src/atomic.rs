@@ -20,7 +20,9 @@ pub enum Access {
     /// by storing it).
     Private,
     /// The mode of the file being replaced (0644 when there is none): a
-    /// file the user owns and may have restricted (the freeze file).
+    /// file the user owns and may have restricted (the freeze file). A
+    /// symlink there lends its target's mode, so a private file read
+    /// through a link is not rewritten readable.
     Keep,
 }
 
@@ -40,10 +42,10 @@ impl Access {
         match self {
             Access::Shared => 0o644,
             Access::Private => 0o600,
-            Access::Keep => fs::symlink_metadata(path)
+            Access::Keep => fs::metadata(path)
                 .ok()
                 .filter(|m| m.is_file())
-                .map_or(0o644, |m| m.permissions().mode() & 0o7777),
+                .map_or(0o644, |m| m.permissions().mode() & 0o777),
         }
     }
 }
@@ -184,6 +186,14 @@ mod tests {
         fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
         write(&f, b"b", Access::Keep, Clobber::Replace).unwrap();
         assert_eq!(mode(&f), 0o640);
+        // Through a symlink to a private file: the new file is as private.
+        let private = dir.path().join("private.toml");
+        fs::write(&private, "secret").unwrap();
+        fs::set_permissions(&private, fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("linked.toml");
+        std::os::unix::fs::symlink(&private, &link).unwrap();
+        write(&link, b"rewritten", Access::Keep, Clobber::Replace).unwrap();
+        assert_eq!(mode(&link), 0o600);
         write(
             &dir.path().join("new.toml"),
             b"c",

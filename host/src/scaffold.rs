@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 include!(concat!(env!("OUT_DIR"), "/templates.rs"));
 
 /// The languages a project can be written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Lang {
     /// Rust with wit-bindgen (`cargo build --release`).
     Rust,

@@ -2,7 +2,6 @@
 //! and checked on its own (a bad line is an error naming it), and the
 //! files a line names confined to the manifest's directory.
 
-use crate::envelope::Extract;
 use crate::exit::{Error, Result};
 use crate::ledger::RunId;
 use crate::provider::BodyFormat;
@@ -37,9 +36,9 @@ pub struct ManifestLine {
     /// The body format (`raw` when absent), as `capture --body-format`.
     #[serde(default)]
     pub format: Option<String>,
-    /// As `capture --extract`: `patch-tags` or `fence`.
+    /// As `capture --extract`.
     #[serde(default)]
-    pub extract: Option<String>,
+    pub extract: Option<crate::envelope::Extract>,
     /// The repository.
     pub repo: PathBuf,
     /// The base revision.
@@ -80,9 +79,9 @@ pub struct ManifestLine {
     /// As `check --test-env` (`NAME` or `NAME=VALUE`).
     #[serde(default)]
     pub test_env: Vec<String>,
-    /// As `check --test-log-parser`: `sympy`, `django` or `pytest`.
+    /// As `check --test-log-parser`.
     #[serde(default)]
-    pub log_parser: Option<String>,
+    pub log_parser: Option<crate::logparse::LogParser>,
     /// A label for reports (`report --swebench`): the benchmark instance
     /// the trial evaluates. Not part of the trial.
     #[serde(default)]
@@ -210,24 +209,12 @@ fn check_line(mut l: ManifestLine, dir: &Path) -> std::result::Result<ManifestLi
         <BodyFormat as clap::ValueEnum>::from_str(f, false)
             .map_err(|_| format!("field `format`: unknown body format `{f}`"))?;
     }
-    if let Some(e) = &l.extract {
-        Extract::parse(e).ok_or_else(|| {
-            format!("field `extract`: expected `patch-tags` or `fence`, found `{e}`")
-        })?;
-    }
     if let Some(t) = &l.captured_at {
         crate::clock::parse_time(t).map_err(|e| format!("field `captured_at`: {e}"))?;
     }
     if let Some(v) = l.test_env.iter().find(|v| !v.contains('=')) {
         return Err(format!(
             "field `test_env`: `{v}` would pass this process's own value; a manifest sets `NAME=VALUE` only"
-        ));
-    }
-    if let Some(p) = &l.log_parser
-        && crate::logparse::LogParser::parse(p).is_none()
-    {
-        return Err(format!(
-            "field `log_parser`: unknown log parser `{p}` (sympy, django or pytest)"
         ));
     }
     if l.test_cmd.is_none()

@@ -9,7 +9,6 @@
 
 use crate::capture::{CaptureInput, capture};
 use crate::check::{TrialSpec, check_on};
-use crate::envelope::Extract;
 use crate::exit::{Error, ExitCode, Result};
 use crate::ledger::{Ledger, RunId};
 use crate::provider::BodyFormat;
@@ -191,7 +190,7 @@ fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
             idle_timeout: std::time::Duration::from_secs(settings.idle_timeout),
             total_timeout: std::time::Duration::from_secs(settings.total_timeout),
             prompt: &prompt,
-            extract: l.extract.as_deref().and_then(Extract::parse),
+            extract: l.extract,
             trace: None,
             trace_auth: None,
             captured_at: crate::clock::format_time(crate::clock::now()),
@@ -405,7 +404,7 @@ fn one(
             .map_err(|_| Error::Usage(format!("unknown body format `{f}`")))?,
         None => BodyFormat::Raw,
     };
-    let extract = l.extract.as_deref().and_then(Extract::parse);
+    let extract = l.extract;
     if !already_captured(&ledger, &run, &body)? {
         capture(
             &ledger,
@@ -512,10 +511,7 @@ fn check_trial(
                 hidden,
                 read_only,
                 env,
-                log_parser: l
-                    .log_parser
-                    .as_deref()
-                    .and_then(crate::logparse::LogParser::parse),
+                log_parser: l.log_parser,
                 cache_dir: options.cache_dir.clone(),
                 // One line per trial, not every trial's suite.
                 echo: false,

@@ -171,7 +171,13 @@ impl ReportArgs {
             };
             report::write(path, bytes.as_bytes())?;
             summary.written.push(Written {
-                format: format.to_string(),
+                format: match *format {
+                    "junit" => report::ReportFormat::Junit,
+                    "sarif" => report::ReportFormat::Sarif,
+                    "markdown" => report::ReportFormat::Markdown,
+                    "swebench" => report::ReportFormat::Swebench,
+                    _ => report::ReportFormat::Html,
+                },
                 path: path.display().to_string(),
             });
         }

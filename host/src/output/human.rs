@@ -257,7 +257,11 @@ pub fn report(summary: &Summary) -> String {
         counts.join(", ")
     );
     for w in &summary.written {
-        text.push_str(&format!("  wrote {} `{}`\n", w.format, inert(&w.path)));
+        text.push_str(&format!(
+            "  wrote {} `{}`\n",
+            w.format.as_str(),
+            inert(&w.path)
+        ));
     }
     text
 }

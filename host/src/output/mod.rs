@@ -78,7 +78,7 @@ pub fn inert_stream(bytes: &[u8]) -> String {
         if (c == '\n' || c == '\t') || !needs_escape(c) {
             out.push(c);
         } else {
-            out.extend(c.escape_debug());
+            push_escaped(&mut out, c);
         }
     }
     out
@@ -98,12 +98,23 @@ pub fn inert(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if needs_escape(c) {
-            out.extend(c.escape_debug());
+            push_escaped(&mut out, c);
         } else {
             out.push(c);
         }
     }
     Cow::Owned(out)
+}
+
+/// `c` as a Rust escape: `escape_debug`'s (`\n`, `\u{1b}`), or its code
+/// point where `escape_debug` would print it as it is (a soft hyphen).
+fn push_escaped(out: &mut String, c: char) {
+    let debug: String = c.escape_debug().collect();
+    if debug.chars().eq([c]) {
+        out.extend(c.escape_unicode());
+    } else {
+        out.push_str(&debug);
+    }
 }
 
 /// Whether `c` could move the cursor, recolour the screen, reorder what
@@ -113,13 +124,17 @@ pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            // Arabic letter mark; zero width space; left-to-right and
-            // right-to-left marks.
-            '\u{061c}' | '\u{200b}' | '\u{200e}' | '\u{200f}'
+            // Soft hyphen; Arabic letter mark; Mongolian vowel separator;
+            // zero width space, non-joiner and joiner; left-to-right and
+            // right-to-left marks: invisible, so two names could look one.
+            '\u{00ad}' | '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}'
             // Line and paragraph separators; the embeddings and overrides.
             | '\u{2028}'..='\u{202e}'
-            // The isolates; the byte order mark.
-            | '\u{2066}'..='\u{2069}' | '\u{feff}'
+            // Word joiner and invisible operators; the isolates and the
+            // deprecated format controls; the byte order mark.
+            | '\u{2060}'..='\u{206f}' | '\u{feff}'
+            // Interlinear annotation controls; the tag characters.
+            | '\u{fff9}'..='\u{fffb}' | '\u{e0000}'..='\u{e007f}'
         )
 }
 
@@ -142,6 +157,27 @@ mod tests {
         assert_eq!(inert("abc\u{202e}txt.exe"), "abc\\u{202e}txt.exe");
         assert_eq!(inert("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
         assert_eq!(inert("a\u{2028}b"), "a\\u{2028}b");
+    }
+
+    /// Invisible characters cannot make two names look one.
+    #[test]
+    fn invisible_format_characters_are_escaped() {
+        for c in [
+            '\u{ad}',
+            '\u{200c}',
+            '\u{200d}',
+            '\u{2060}',
+            '\u{206a}',
+            '\u{fff9}',
+            '\u{e0041}',
+        ] {
+            let shown = inert(&format!("test_x{c}.py")).into_owned();
+            assert_eq!(shown, format!("test_x\\u{{{:x}}}.py", c as u32), "{c:?}");
+        }
+        assert_eq!(
+            crate::reconcile::display_path("tests/test_x\u{200d}.py".as_bytes()),
+            "\"tests/test_x\\342\\200\\215.py\""
+        );
     }
 }
 

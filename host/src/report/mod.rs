@@ -32,6 +32,30 @@ pub const SCHEMA: u32 = 1;
 /// How many trials the "slowest" list keeps.
 pub const SLOWEST: usize = 10;
 
+/// The format of a report file written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportFormat {
+    Junit,
+    Sarif,
+    Markdown,
+    Html,
+    /// The SWE-bench harness-shaped report (`--swebench`).
+    Swebench,
+}
+
+impl ReportFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportFormat::Junit => "junit",
+            ReportFormat::Sarif => "sarif",
+            ReportFormat::Markdown => "markdown",
+            ReportFormat::Html => "html",
+            ReportFormat::Swebench => "swebench",
+        }
+    }
+}
+
 /// Where a run stands in the report: its verdict, or why it has none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -380,8 +404,7 @@ pub struct TrialLine {
 /// A report file written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Written {
-    /// `junit`, `sarif`, `markdown` or `html`.
-    pub format: String,
+    pub format: ReportFormat,
     pub path: String,
 }
 

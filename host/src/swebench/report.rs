@@ -50,9 +50,8 @@ pub struct ModelReport {
 pub struct InstanceReport {
     pub instance_id: String,
     pub run: String,
-    /// `review`, `reject`, `fixture_mismatch`, `incomplete`, or
-    /// `not_classified` / `broken` for an error.
-    pub verdict: String,
+    /// The trial's verdict, or `not_classified` / `broken` for an error.
+    pub verdict: crate::report::Status,
     pub resolved: bool,
     /// The verdict's reasons, `code: message`.
     pub reasons: Vec<String>,
@@ -105,7 +104,7 @@ pub fn run_report(
             None => InstanceReport {
                 instance_id: instance.clone(),
                 run: line.run.clone(),
-                verdict: "not_classified".into(),
+                verdict: crate::report::Status::NotClassified,
                 resolved: false,
                 reasons: vec!["no record of this run in the ledger".into()],
                 differs_by_design: None,
@@ -131,7 +130,10 @@ pub fn run_report(
             .any(|r| r.starts_with(ReasonCode::EmptyBody.as_str()));
         if empty {
             m.empty_patch_ids.push(instance.clone());
-        } else if matches!(report.verdict.as_str(), "not_classified" | "broken") {
+        } else if matches!(
+            report.verdict,
+            crate::report::Status::NotClassified | crate::report::Status::Broken
+        ) {
             m.error_ids.push(instance.clone());
         } else {
             m.completed_ids.push(instance.clone());
@@ -183,7 +185,7 @@ pub fn run_report(
 
 fn instance_report(instance: &str, t: &crate::report::Trial) -> InstanceReport {
     use crate::record::Outcome;
-    let verdict = t.status.as_str().to_string();
+    let verdict = t.status;
     let failing: Vec<&crate::record::PropertyResult> = t
         .properties
         .iter()
@@ -193,7 +195,7 @@ fn instance_report(instance: &str, t: &crate::report::Trial) -> InstanceReport {
         .properties
         .iter()
         .any(|p| p.name == "tests_pass" && p.outcome == Outcome::Holds);
-    let differs_by_design = (verdict == "reject" && tests_hold && !failing.is_empty() && failing.iter().all(|p| BY_DESIGN.contains(&p.name.as_str()))).then(|| {
+    let differs_by_design = (verdict == crate::report::Status::Reject && tests_hold && !failing.is_empty() && failing.iter().all(|p| BY_DESIGN.contains(&p.name.as_str()))).then(|| {
         let why: Vec<String> = failing
             .iter()
             .map(|p| {
@@ -206,7 +208,7 @@ fn instance_report(instance: &str, t: &crate::report::Trial) -> InstanceReport {
     InstanceReport {
         instance_id: instance.to_string(),
         run: t.run_id.clone(),
-        resolved: verdict == "review",
+        resolved: verdict == crate::report::Status::Review,
         verdict,
         reasons: t
             .reasons

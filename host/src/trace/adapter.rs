@@ -13,22 +13,39 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// An adapter call's trace, agent and tree as given (`--trace`,
-/// `--agent`, `--repo`), checked by [`Site::resolve`].
+/// An adapter call's trace, agent and tree (`--trace`, `--agent`,
+/// `--repo`), checked: only [`Site::resolve`] makes one, so no call works
+/// on a site whose trace and agent were not bound and registered.
 #[derive(Debug, Clone)]
 pub struct Site {
-    pub repo: Option<PathBuf>,
-    pub trace: PathBuf,
-    pub agent: Option<String>,
-    /// Set by [`Site::resolve`]: the trace begins a registered run.
-    pub begun: bool,
+    repo: Option<PathBuf>,
+    trace: PathBuf,
+    agent: Option<String>,
+    /// The trace begins a registered run.
+    begun: bool,
 }
 
 impl Site {
+    /// The trace the call appends to (a begun run's registered path).
+    pub fn trace(&self) -> &Path {
+        &self.trace
+    }
+
     /// The call with its trace checked: a trace that begins a run must be a
     /// registered run's, and its registered path replaces the one given (a
     /// symlink or a copy elsewhere cannot bring a key of its own).
-    pub fn resolve(mut self) -> Result<Site> {
+    pub fn resolve(repo: Option<PathBuf>, trace: PathBuf, agent: Option<String>) -> Result<Site> {
+        let mut site = Site {
+            repo,
+            trace,
+            agent,
+            begun: false,
+        };
+        site.check()?;
+        Ok(site)
+    }
+
+    fn check(&mut self) -> Result<()> {
         // What the harness put in the environment binds the call: a flag
         // (the agent's to pass) cannot aim it at another run's trace or
         // speak for another agent.
@@ -48,13 +65,13 @@ impl Site {
             ));
         }
         if !super::begins_run(&self.trace)? {
-            return Ok(self);
+            return Ok(());
         }
         match crate::runs::of_trace(&self.trace)? {
             Some(reg) => {
                 self.trace = reg.trace;
                 self.begun = true;
-                Ok(self)
+                Ok(())
             }
             None => Err(Error::Refused(format!(
                 "the trace `{}` begins a run that is not registered for this user (`trace begin` registers every run)",

@@ -32,7 +32,7 @@ impl NewArgs {
         match self.output.format {
             OutputFormat::Json => output::print_json(&PluginNewOutput {
                 name: &self.name,
-                lang: self.lang.as_str(),
+                lang: self.lang,
                 dir: &dir,
                 files: files.iter().map(|f| f.path).collect(),
                 build,
@@ -62,8 +62,7 @@ impl NewArgs {
 pub struct PluginNewOutput<'a> {
     /// The property's name.
     pub name: &'a str,
-    /// `rust`, `python` or `javascript`.
-    pub lang: &'static str,
+    pub lang: crate::scaffold::Lang,
     /// The project directory written.
     pub dir: &'a std::path::Path,
     /// The files written, relative to `dir`.

@@ -176,7 +176,7 @@ pub(super) fn exec(
         .map(|w| checked_path(&root, w))
         .collect::<Result<Vec<_>>>()?;
     let ignored = ignored_policy(&root)? == IgnoredPolicy::Deny;
-    let skip: Vec<Vec<u8>> = [at.trace.clone(), trace::key_path(&at.trace)]
+    let skip: Vec<Vec<u8>> = [at.trace().to_path_buf(), trace::key_path(at.trace())]
         .iter()
         .filter_map(|p| crate::paths::relative_to(&root, p))
         .map(|p| p.as_os_str().as_bytes().to_vec())
@@ -186,7 +186,7 @@ pub(super) fn exec(
     for p in &declared {
         spans.push(open(at, Op::Write, p, before.get(p).cloned().flatten())?);
     }
-    let ran = run_sandboxed(&root, &at.trace, &hide, &argv, how);
+    let ran = run_sandboxed(&root, at.trace(), &hide, &argv, how);
     let after = snapshot(&root, &declared, &skip, ignored, base.as_deref())?;
     let failure = match &ran {
         Ok(Ok(0)) => None,

@@ -44,13 +44,7 @@ pub struct Where {
 impl Where {
     /// The call's site, checked (`trace::adapter::Site::resolve`).
     fn site(&self) -> Result<Site> {
-        Site {
-            repo: self.repo.clone(),
-            trace: self.trace.clone(),
-            agent: self.agent.clone(),
-            begun: false,
-        }
-        .resolve()
+        Site::resolve(self.repo.clone(), self.trace.clone(), self.agent.clone())
     }
 }
 
