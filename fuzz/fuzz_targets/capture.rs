@@ -8,11 +8,11 @@
 //! the body.
 #![no_main]
 
-use agent_ledger::record::ReasonCode;
 use agent_ledger::capture;
 use agent_ledger::diff;
 use agent_ledger::envelope::Extract;
 use agent_ledger::provider::BodyFormat;
+use agent_ledger::record::ReasonCode;
 use libfuzzer_sys::fuzz_target;
 
 const FORMATS: [BodyFormat; 7] = [

@@ -198,22 +198,25 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
 
+    /// Every outcome below the sysexits range.
+    const JUDGEMENTS: [ExitCode; 10] = [
+        ExitCode::Ok,
+        ExitCode::Mismatch,
+        ExitCode::Incomplete,
+        ExitCode::OpenSpans,
+        ExitCode::FixtureMismatch,
+        ExitCode::NoMutation,
+        ExitCode::Reject,
+        ExitCode::VerifyFailed,
+        ExitCode::TraceForged,
+        ExitCode::CommandFailed,
+    ];
+
     #[test]
     fn every_exit_code_round_trips_through_its_number() {
-        let all = [
-            ExitCode::Ok,
-            ExitCode::Mismatch,
-            ExitCode::Incomplete,
-            ExitCode::OpenSpans,
-            ExitCode::FixtureMismatch,
-            ExitCode::NoMutation,
-            ExitCode::Reject,
-            ExitCode::VerifyFailed,
-            ExitCode::TraceForged,
-            ExitCode::CommandFailed,
-        ]
-        .into_iter()
-        .chain(Sysexit::ALL.map(ExitCode::Sysexit));
+        let all = JUDGEMENTS
+            .into_iter()
+            .chain(Sysexit::ALL.map(ExitCode::Sysexit));
         for c in all {
             let back = ExitCode::from_code(c.code()).expect("a number this tool exits with");
             assert_eq!(back.code(), c.code(), "{c:?}");
@@ -234,18 +237,7 @@ mod tests {
 
     #[test]
     fn no_operational_code_collides_with_a_judgement() {
-        let judgements = [
-            ExitCode::Ok,
-            ExitCode::Mismatch,
-            ExitCode::Incomplete,
-            ExitCode::OpenSpans,
-            ExitCode::FixtureMismatch,
-            ExitCode::NoMutation,
-            ExitCode::Reject,
-            ExitCode::VerifyFailed,
-            ExitCode::TraceForged,
-            ExitCode::CommandFailed,
-        ];
+        let judgements = JUDGEMENTS;
         for s in [
             Sysexit::Usage,
             Sysexit::Data,

@@ -136,6 +136,21 @@ impl Resolved {
     }
 }
 
+/// The repository at `repo` with the configuration its HEAD holds (never
+/// its working copy's, which an agent may have written): what every
+/// `trace` call reads.
+pub fn at_head(repo: &Path) -> Result<Resolved> {
+    resolve(
+        Some(repo),
+        None,
+        None,
+        Needs {
+            repo: true,
+            config_at: ConfigAt::Head,
+        },
+    )
+}
+
 /// Resolves `--repo`, `--config` and `--ledger` for one command.
 pub fn resolve(
     repo: Option<&Path>,

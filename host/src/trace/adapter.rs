@@ -148,15 +148,7 @@ fn unguarded_workspace_of(at: &Site) -> Result<(PathBuf, Option<String>)> {
 /// The `[trace] ignored` setting of the repository at `root`, read from its
 /// HEAD (the base revision, never the agent's working copy).
 pub fn ignored_policy(root: &Path) -> Result<IgnoredPolicy> {
-    let resolved = crate::resolve::resolve(
-        Some(root),
-        None,
-        None,
-        crate::resolve::Needs {
-            repo: true,
-            config_at: crate::resolve::ConfigAt::Head,
-        },
-    )?;
+    let resolved = crate::resolve::at_head(root)?;
     Ok(resolved.config.config.trace.ignored)
 }
 

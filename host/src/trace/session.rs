@@ -94,15 +94,7 @@ pub fn begin(
         Some(r) => crate::ledger::RunId::parse(&r)?.as_str().to_string(),
         None => new_run_id(),
     };
-    let resolved = crate::resolve::resolve(
-        Some(repo),
-        None,
-        None,
-        crate::resolve::Needs {
-            repo: true,
-            config_at: crate::resolve::ConfigAt::Head,
-        },
-    )?;
+    let resolved = crate::resolve::at_head(repo)?;
     let git = resolved.repo()?;
     let base = git.resolve_commit(rev)?;
     let workspace =
@@ -246,15 +238,7 @@ pub fn end(trace_file: &Path, require_mutation: bool, pin: Option<&str>) -> Resu
     }
     let ws = PathBuf::from(run.begin.workspace.clone().unwrap_or_default());
     let base = run.begin.base.clone().unwrap_or_default();
-    let resolved = crate::resolve::resolve(
-        Some(&ws),
-        None,
-        None,
-        crate::resolve::Needs {
-            repo: true,
-            config_at: crate::resolve::ConfigAt::Head,
-        },
-    )?;
+    let resolved = crate::resolve::at_head(&ws)?;
     let ignored = resolved.config.config.trace.ignored;
     // The tree judged is the tree the patch is made from: a snapshot of
     // the workspace, taken once, so nothing changed between the judgement
