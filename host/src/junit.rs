@@ -11,7 +11,7 @@ pub use agent_ledger_junit::Fate as Status;
 use agent_ledger_junit::{Kind, Required};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Case {
+pub struct ReportCase {
     pub id: String,
     pub status: Status,
 }
@@ -21,12 +21,12 @@ fn text<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str> {
 }
 
 /// Parses a report's test cases, in document order.
-pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Case>> {
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<ReportCase>> {
     let doc = agent_ledger_junit::parse(text(path, bytes)?, "the report")
         .map_err(|e| Error::data(path, format!("not a JUnit XML report: {e}")))?;
     Ok(agent_ledger_junit::cases(&doc)
         .into_iter()
-        .map(|c| Case {
+        .map(|c| ReportCase {
             id: c.id,
             status: c.fate,
         })

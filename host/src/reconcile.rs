@@ -128,7 +128,7 @@ pub struct OpenSpan {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-pub struct HashMiss {
+pub struct HashMismatch {
     pub path: String,
     pub span: String,
     /// What the span says should be there (null: absent).
@@ -158,7 +158,7 @@ pub struct ReconcileReport {
     pub open: Vec<OpenSpan>,
     pub ghosts: Vec<String>,
     pub phantoms: Vec<String>,
-    pub hash_misses: Vec<HashMiss>,
+    pub hash_misses: Vec<HashMismatch>,
     /// Spans whose `before` is not what the path held (the base's entry for
     /// a path's first span, else what the span before it left): the path
     /// changed outside the trace between two tool calls.
@@ -343,7 +343,7 @@ pub fn reconcile(
         .iter()
         .zip(now)
         .filter_map(|(owned, actual)| owned.check(actual))
-        .map(|m| HashMiss {
+        .map(|m| HashMismatch {
             path: display_path(m.path),
             span: m.span.id.clone(),
             expected: m.expected.map(str::to_string),

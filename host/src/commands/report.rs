@@ -5,7 +5,7 @@
 
 use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, OutputFormat};
-use crate::report::{self, Status, Summary, Written};
+use crate::report::{self, Summary, TrialStatus, Written};
 use crate::resolve::ScopeArgs;
 use std::path::{Path, PathBuf};
 
@@ -74,12 +74,12 @@ pub enum FailOn {
 }
 
 impl FailOn {
-    fn status(self) -> Status {
+    fn status(self) -> TrialStatus {
         match self {
-            FailOn::Reject => Status::Reject,
-            FailOn::FixtureMismatch => Status::FixtureMismatch,
-            FailOn::Incomplete => Status::Incomplete,
-            FailOn::NotClassified => Status::NotClassified,
+            FailOn::Reject => TrialStatus::Reject,
+            FailOn::FixtureMismatch => TrialStatus::FixtureMismatch,
+            FailOn::Incomplete => TrialStatus::Incomplete,
+            FailOn::NotClassified => TrialStatus::NotClassified,
         }
     }
 }
@@ -87,7 +87,7 @@ impl FailOn {
 /// The exit code `--fail-on` asks for: the most severe listed status a
 /// trial has, and a line naming how many runs have each.
 fn fail_on(listed: &[FailOn], trials: &[report::Trial]) -> Option<(ExitCode, String)> {
-    let mut hit: Vec<(Status, usize)> = Vec::new();
+    let mut hit: Vec<(TrialStatus, usize)> = Vec::new();
     for f in listed {
         let status = f.status();
         let n = trials.iter().filter(|t| t.status == status).count();
@@ -95,9 +95,9 @@ fn fail_on(listed: &[FailOn], trials: &[report::Trial]) -> Option<(ExitCode, Str
             hit.push((status, n));
         }
     }
-    let code = if hit.iter().any(|(s, _)| *s == Status::Reject) {
+    let code = if hit.iter().any(|(s, _)| *s == TrialStatus::Reject) {
         ExitCode::Reject
-    } else if hit.iter().any(|(s, _)| *s == Status::FixtureMismatch) {
+    } else if hit.iter().any(|(s, _)| *s == TrialStatus::FixtureMismatch) {
         ExitCode::FixtureMismatch
     } else if hit.is_empty() {
         return None;
@@ -190,7 +190,7 @@ impl ReportArgs {
         }
         let broken: Vec<&str> = trials
             .iter()
-            .filter(|t| t.status == Status::Broken)
+            .filter(|t| t.status == TrialStatus::Broken)
             .map(|t| t.run_id.as_str())
             .collect();
         if !broken.is_empty() {

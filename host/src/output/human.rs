@@ -6,7 +6,7 @@
 use super::inert;
 use crate::reconcile::ReconcileReport;
 use crate::record::{PropertyRecord, VerdictRecord};
-use crate::report::{Status, Summary};
+use crate::report::{Summary, TrialStatus};
 use crate::verify::RunVerification;
 
 /// The verdict and its reasons.
@@ -246,7 +246,7 @@ pub fn verify(archive_problems: &[String], reports: &[RunVerification]) -> Strin
 
 /// Trials per status, then each report written.
 pub fn report(summary: &Summary) -> String {
-    let counts: Vec<String> = Status::ALL
+    let counts: Vec<String> = TrialStatus::ALL
         .iter()
         .filter(|s| summary.counts.get(**s) > 0)
         .map(|s| format!("{} {}", summary.counts.get(*s), s.label()))

@@ -16,7 +16,7 @@
 //! `::stop-commands::`), or add a property. Any other control character is
 //! written as a visible escape (`inert`).
 
-use super::{Status, Trial, fails};
+use super::{Trial, TrialStatus, fails};
 use crate::output::inert;
 use crate::record::{Finding, PropertyResult};
 
@@ -81,14 +81,14 @@ fn every_command(trials: &[Trial]) -> String {
                 .join("; ")
         };
         match t.status {
-            Status::Review => {}
-            Status::Broken => command(
+            TrialStatus::Review => {}
+            TrialStatus::Broken => command(
                 &mut out,
                 "error",
                 &[("title", &title)],
                 &format!("broken chain: {}", reasons()),
             ),
-            Status::NotClassified => command(
+            TrialStatus::NotClassified => command(
                 &mut out,
                 "warning",
                 &[("title", &title)],

@@ -9,7 +9,7 @@
 //! carries a Content-Security-Policy that allows no script and no fetch, so
 //! even a missed escape could not run code or call out.
 
-use super::{Status, Summary, Trial, finding_line};
+use super::{Summary, Trial, TrialStatus, finding_line};
 use crate::output::inert;
 use crate::record::Outcome;
 use std::fmt::Write;
@@ -63,19 +63,19 @@ pub fn render(summary: &Summary, trials: &[Trial]) -> String {
 
 fn verdicts(h: &mut String, summary: &Summary) {
     let c = &summary.counts;
-    let max = Status::ALL
+    let max = TrialStatus::ALL
         .iter()
         .map(|s| c.get(*s))
         .max()
         .unwrap_or(0)
         .max(1);
-    let height = 24 * Status::ALL.len() + 8;
+    let height = 24 * TrialStatus::ALL.len() + 8;
     h.push_str("<section id=\"verdicts\">\n<h2>Verdicts</h2>\n");
     let _ = writeln!(
         h,
         "<svg role=\"img\" aria-label=\"trials per status\" width=\"640\" height=\"{height}\" viewBox=\"0 0 640 {height}\">"
     );
-    for (i, status) in Status::ALL.iter().enumerate() {
+    for (i, status) in TrialStatus::ALL.iter().enumerate() {
         let n = c.get(*status);
         let y = 4 + 24 * i;
         let w = BAR * n as f64 / max as f64;
@@ -90,7 +90,7 @@ fn verdicts(h: &mut String, summary: &Summary) {
         );
     }
     h.push_str("</svg>\n<table><tr><th>status</th><th>trials</th></tr>\n");
-    for status in Status::ALL {
+    for status in TrialStatus::ALL {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td class=\"n\">{}</td></tr>",
@@ -202,7 +202,7 @@ fn trial(h: &mut String, t: &Trial) {
         "<details id=\"{}\" data-run=\"{}\" class=\"trial\"{}>",
         escape(&anchor(&t.run_id)),
         escape(&t.run_id),
-        if t.status == Status::Review {
+        if t.status == TrialStatus::Review {
             ""
         } else {
             " open"

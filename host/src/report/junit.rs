@@ -13,7 +13,7 @@
 //! so a control character shows as an escape instead of vanishing and a
 //! finding cannot start a line that reads as another finding.
 
-use super::{Status, Trial, finding_line};
+use super::{Trial, TrialStatus, finding_line};
 use crate::exit::{Error, Result};
 use crate::output::inert;
 use crate::record::{Outcome, PropertyResult};
@@ -53,20 +53,20 @@ fn verdict_case(t: &Trial) -> TestCase {
         .collect::<Vec<_>>()
         .join("\n");
     let status = match t.status {
-        Status::Review => TestCaseStatus::success(),
-        Status::Incomplete | Status::FixtureMismatch | Status::Reject => failed(
+        TrialStatus::Review => TestCaseStatus::success(),
+        TrialStatus::Incomplete | TrialStatus::FixtureMismatch | TrialStatus::Reject => failed(
             NonSuccessKind::Failure,
             t.status.as_str(),
             format!("verdict `{}`", t.status.as_str()),
             reasons,
         ),
-        Status::NotClassified => failed(
+        TrialStatus::NotClassified => failed(
             NonSuccessKind::Error,
             t.status.as_str(),
             "no verdict on file: the run was not classified".into(),
             String::new(),
         ),
-        Status::Broken => failed(
+        TrialStatus::Broken => failed(
             NonSuccessKind::Error,
             "broken_chain",
             "the records of this run do not hold together".into(),

@@ -8,7 +8,7 @@
 //! which GFM tables need), line breaks become spaces so a value stays in
 //! its table cell, and other control characters are shown as escapes.
 
-use super::{Status, Summary, Trial, fails, finding_line};
+use super::{Summary, Trial, TrialStatus, fails, finding_line};
 use crate::output::inert;
 use crate::record::Outcome;
 
@@ -28,7 +28,7 @@ pub fn render(summary: &Summary, trials: &[Trial]) -> String {
         c.trials - c.review
     ));
     md.push_str("| status | trials |\n|---|---:|\n");
-    for status in Status::ALL {
+    for status in TrialStatus::ALL {
         md.push_str(&format!("| {} | {} |\n", status.label(), c.get(status)));
     }
 
@@ -71,7 +71,7 @@ pub fn render(summary: &Summary, trials: &[Trial]) -> String {
 
     let failing: Vec<&Trial> = trials
         .iter()
-        .filter(|t| t.status != Status::Review)
+        .filter(|t| t.status != TrialStatus::Review)
         .collect();
     if !failing.is_empty() {
         md.push_str("\n### Trials that are not review\n\n| run | status | why |\n|---|---|---|\n");

@@ -59,7 +59,7 @@ impl ReportFormat {
 /// Where a run stands in the report: its verdict, or why it has none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum TrialStatus {
     Review,
     Incomplete,
     FixtureMismatch,
@@ -71,32 +71,32 @@ pub enum Status {
     Broken,
 }
 
-impl Status {
-    pub const ALL: [Status; 6] = [
-        Status::Review,
-        Status::Incomplete,
-        Status::FixtureMismatch,
-        Status::Reject,
-        Status::NotClassified,
-        Status::Broken,
+impl TrialStatus {
+    pub const ALL: [TrialStatus; 6] = [
+        TrialStatus::Review,
+        TrialStatus::Incomplete,
+        TrialStatus::FixtureMismatch,
+        TrialStatus::Reject,
+        TrialStatus::NotClassified,
+        TrialStatus::Broken,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Status::Review => "review",
-            Status::Incomplete => "incomplete",
-            Status::FixtureMismatch => "fixture_mismatch",
-            Status::Reject => "reject",
-            Status::NotClassified => "not_classified",
-            Status::Broken => "broken",
+            TrialStatus::Review => "review",
+            TrialStatus::Incomplete => "incomplete",
+            TrialStatus::FixtureMismatch => "fixture_mismatch",
+            TrialStatus::Reject => "reject",
+            TrialStatus::NotClassified => "not_classified",
+            TrialStatus::Broken => "broken",
         }
     }
 
     /// How people read it in a table.
     pub fn label(self) -> &'static str {
         match self {
-            Status::NotClassified => "not classified",
-            Status::Broken => "broken chain",
+            TrialStatus::NotClassified => "not classified",
+            TrialStatus::Broken => "broken chain",
             other => other.as_str(),
         }
     }
@@ -104,20 +104,20 @@ impl Status {
     /// The verdict, when the run has one.
     pub fn verdict(self) -> Option<Verdict> {
         match self {
-            Status::Review => Some(Verdict::Review),
-            Status::Incomplete => Some(Verdict::Incomplete),
-            Status::FixtureMismatch => Some(Verdict::FixtureMismatch),
-            Status::Reject => Some(Verdict::Reject),
-            Status::NotClassified | Status::Broken => None,
+            TrialStatus::Review => Some(Verdict::Review),
+            TrialStatus::Incomplete => Some(Verdict::Incomplete),
+            TrialStatus::FixtureMismatch => Some(Verdict::FixtureMismatch),
+            TrialStatus::Reject => Some(Verdict::Reject),
+            TrialStatus::NotClassified | TrialStatus::Broken => None,
         }
     }
 
-    fn of(verdict: Verdict) -> Status {
+    fn of(verdict: Verdict) -> TrialStatus {
         match verdict {
-            Verdict::Review => Status::Review,
-            Verdict::Incomplete => Status::Incomplete,
-            Verdict::FixtureMismatch => Status::FixtureMismatch,
-            Verdict::Reject => Status::Reject,
+            Verdict::Review => TrialStatus::Review,
+            Verdict::Incomplete => TrialStatus::Incomplete,
+            Verdict::FixtureMismatch => TrialStatus::FixtureMismatch,
+            Verdict::Reject => TrialStatus::Reject,
         }
     }
 }
@@ -126,7 +126,7 @@ impl Status {
 #[derive(Debug, Clone)]
 pub struct Trial {
     pub run_id: String,
-    pub status: Status,
+    pub status: TrialStatus,
     /// The verdict's reasons; for a broken chain, what is broken.
     pub reasons: Vec<Reason>,
     /// The property results on file, in record order; empty when there is
@@ -173,7 +173,7 @@ impl Trial {
     fn broken(run_id: &str, why: String) -> Trial {
         Trial {
             run_id: run_id.to_string(),
-            status: Status::Broken,
+            status: TrialStatus::Broken,
             reasons: vec![Reason::new(ReasonCode::BrokenChain, why)],
             properties: Vec::new(),
             patched: Vec::new(),
@@ -184,7 +184,7 @@ impl Trial {
 
 /// Reads `runs` (every run with a record, when empty) from the ledger.
 /// A run named on the command line must have a record; a run whose
-/// records do not hold together is a [`Status::Broken`] trial.
+/// records do not hold together is a [`TrialStatus::Broken`] trial.
 pub fn read(ledger: &Ledger, runs: &[String]) -> Result<Vec<Trial>> {
     let explicit = !runs.is_empty();
     let runs = if explicit {
@@ -274,8 +274,8 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
         .map(|p| p.record.properties)
         .unwrap_or_default();
     let (status, reasons) = match records.verdict {
-        Some(v) => (Status::of(v.record.verdict), v.record.reasons),
-        None => (Status::NotClassified, Vec::new()),
+        Some(v) => (TrialStatus::of(v.record.verdict), v.record.reasons),
+        None => (TrialStatus::NotClassified, Vec::new()),
     };
     Trial {
         run_id: run.to_string(),
@@ -341,26 +341,26 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn get(&self, status: Status) -> u64 {
+    pub fn get(&self, status: TrialStatus) -> u64 {
         match status {
-            Status::Review => self.review,
-            Status::Incomplete => self.incomplete,
-            Status::FixtureMismatch => self.fixture_mismatch,
-            Status::Reject => self.reject,
-            Status::NotClassified => self.not_classified,
-            Status::Broken => self.broken,
+            TrialStatus::Review => self.review,
+            TrialStatus::Incomplete => self.incomplete,
+            TrialStatus::FixtureMismatch => self.fixture_mismatch,
+            TrialStatus::Reject => self.reject,
+            TrialStatus::NotClassified => self.not_classified,
+            TrialStatus::Broken => self.broken,
         }
     }
 
-    fn add(&mut self, status: Status) {
+    fn add(&mut self, status: TrialStatus) {
         self.trials += 1;
         *match status {
-            Status::Review => &mut self.review,
-            Status::Incomplete => &mut self.incomplete,
-            Status::FixtureMismatch => &mut self.fixture_mismatch,
-            Status::Reject => &mut self.reject,
-            Status::NotClassified => &mut self.not_classified,
-            Status::Broken => &mut self.broken,
+            TrialStatus::Review => &mut self.review,
+            TrialStatus::Incomplete => &mut self.incomplete,
+            TrialStatus::FixtureMismatch => &mut self.fixture_mismatch,
+            TrialStatus::Reject => &mut self.reject,
+            TrialStatus::NotClassified => &mut self.not_classified,
+            TrialStatus::Broken => &mut self.broken,
         } += 1;
     }
 }
@@ -394,7 +394,7 @@ impl PropertyTally {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TrialLine {
     pub run_id: String,
-    pub status: Status,
+    pub status: TrialStatus,
     /// Fuel all its properties used.
     pub fuel_used: u64,
     /// Properties whose outcome is not `holds`.

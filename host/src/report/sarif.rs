@@ -20,7 +20,7 @@
 //! percent-encoded into a relative URI reference, so no path can pass for
 //! an absolute URI.
 
-use super::{Status, Trial, fails};
+use super::{Trial, TrialStatus, fails};
 use crate::record::{Finding, Outcome, PropertyResult, Reason};
 use serde::Serialize;
 
@@ -113,7 +113,7 @@ struct RunProperties {
 #[derive(Serialize)]
 struct TrialProperties {
     run_id: String,
-    status: Status,
+    status: TrialStatus,
     /// The verdict, or null when there is none.
     verdict: Option<&'static str>,
     reasons: Vec<Reason>,
@@ -293,7 +293,7 @@ fn run(trials: &[Trial]) -> Run {
                 });
             }
         }
-        if t.status != Status::Review && !failing_result {
+        if t.status != TrialStatus::Review && !failing_result {
             let index = rule_index(&mut rules, VERDICT_RULE, "agent-ledger");
             let reasons: Vec<String> = t
                 .reasons

@@ -40,7 +40,7 @@ pub fn trials() -> Vec<Trial> {
     vec![
         Trial {
             run_id: "good".into(),
-            status: Status::Review,
+            status: TrialStatus::Review,
             reasons: vec![Reason::new(
                 crate::record::ReasonCode::AllHold,
                 "every property holds",
@@ -58,7 +58,7 @@ pub fn trials() -> Vec<Trial> {
         },
         Trial {
             run_id: "bad".into(),
-            status: Status::Reject,
+            status: TrialStatus::Reject,
             reasons: vec![Reason::new(
                 ReasonCode::PropertyMiss,
                 "`tests_not_deleted` missed",
@@ -79,7 +79,7 @@ pub fn trials() -> Vec<Trial> {
         },
         Trial {
             run_id: "cut".into(),
-            status: Status::Incomplete,
+            status: TrialStatus::Incomplete,
             reasons: vec![Reason::new(
                 crate::record::ReasonCode::HunkTruncated,
                 "the last hunk is cut",
@@ -90,7 +90,7 @@ pub fn trials() -> Vec<Trial> {
         },
         Trial {
             run_id: "pending".into(),
-            status: Status::NotClassified,
+            status: TrialStatus::NotClassified,
             reasons: vec![],
             properties: vec![],
             patched: vec![],

@@ -51,7 +51,7 @@ pub struct InstanceReport {
     pub instance_id: String,
     pub run: String,
     /// The trial's verdict, or `not_classified` / `broken` for an error.
-    pub verdict: crate::report::Status,
+    pub verdict: crate::report::TrialStatus,
     pub resolved: bool,
     /// The verdict's reasons, `code: message`.
     pub reasons: Vec<String>,
@@ -104,7 +104,7 @@ pub fn run_report(
             None => InstanceReport {
                 instance_id: instance.clone(),
                 run: line.run.clone(),
-                verdict: crate::report::Status::NotClassified,
+                verdict: crate::report::TrialStatus::NotClassified,
                 resolved: false,
                 reasons: vec!["no record of this run in the ledger".into()],
                 differs_by_design: None,
@@ -132,7 +132,7 @@ pub fn run_report(
             m.empty_patch_ids.push(instance.clone());
         } else if matches!(
             report.verdict,
-            crate::report::Status::NotClassified | crate::report::Status::Broken
+            crate::report::TrialStatus::NotClassified | crate::report::TrialStatus::Broken
         ) {
             m.error_ids.push(instance.clone());
         } else {
@@ -195,7 +195,7 @@ fn instance_report(instance: &str, t: &crate::report::Trial) -> InstanceReport {
         .properties
         .iter()
         .any(|p| p.name == "tests_pass" && p.outcome == Outcome::Holds);
-    let differs_by_design = (verdict == crate::report::Status::Reject && tests_hold && !failing.is_empty() && failing.iter().all(|p| BY_DESIGN.contains(&p.name.as_str()))).then(|| {
+    let differs_by_design = (verdict == crate::report::TrialStatus::Reject && tests_hold && !failing.is_empty() && failing.iter().all(|p| BY_DESIGN.contains(&p.name.as_str()))).then(|| {
         let why: Vec<String> = failing
             .iter()
             .map(|p| {
@@ -208,7 +208,7 @@ fn instance_report(instance: &str, t: &crate::report::Trial) -> InstanceReport {
     InstanceReport {
         instance_id: instance.to_string(),
         run: t.run_id.clone(),
-        resolved: verdict == crate::report::Status::Review,
+        resolved: verdict == crate::report::TrialStatus::Review,
         verdict,
         reasons: t
             .reasons

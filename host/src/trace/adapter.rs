@@ -1,5 +1,5 @@
 //! The traced adapter as library calls: where a call works (`Site`,
-//! `Call`), its path checks, and `write` and `delete`, each one span (an
+//! `CallRoot`), its path checks, and `write` and `delete`, each one span (an
 //! open line, the change, a close line) on the run's trace. `trace exec`
 //! runs its command between the same `open` and `close`.
 
@@ -82,7 +82,7 @@ impl Site {
 }
 
 /// Where an adapter call works.
-pub struct Call {
+pub struct CallRoot {
     /// The directory the paths of the call are relative to: the workspace
     /// of a begun run (a `--repo` naming another is refused), else the top
     /// of the git work tree `--repo` (or `.`) names.
@@ -99,10 +99,10 @@ pub fn root_of(at: &Site) -> Result<PathBuf> {
     Ok(workspace_of(at)?.root)
 }
 
-pub fn workspace_of(at: &Site) -> Result<Call> {
+pub fn workspace_of(at: &Site) -> Result<CallRoot> {
     let (root, base) = unguarded_workspace_of(at)?;
     let hide = crate::runs::guard(&root, &at.trace, at.begun)?;
-    Ok(Call { root, base, hide })
+    Ok(CallRoot { root, base, hide })
 }
 
 fn unguarded_workspace_of(at: &Site) -> Result<(PathBuf, Option<String>)> {

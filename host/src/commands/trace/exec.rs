@@ -170,7 +170,7 @@ pub(super) fn exec(
             })
         })
         .collect::<Result<Vec<String>>>()?;
-    let Call { root, base, hide } = workspace_of(at)?;
+    let CallRoot { root, base, hide } = workspace_of(at)?;
     let declared = writes
         .iter()
         .map(|w| checked_path(&root, w))

@@ -8,7 +8,7 @@ use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, OutputFormat, inert};
 use crate::reconcile::display_path;
 use crate::trace::adapter::{
-    Call, Site, checked_path, close, ignored_policy, open, snapshot, workspace_of,
+    CallRoot, Site, checked_path, close, ignored_policy, open, snapshot, workspace_of,
 };
 use crate::trace::{self, Line, Op};
 use std::path::{Path, PathBuf};
