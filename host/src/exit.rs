@@ -238,14 +238,7 @@ mod tests {
     #[test]
     fn no_operational_code_collides_with_a_judgement() {
         let judgements = JUDGEMENTS;
-        for s in [
-            Sysexit::Usage,
-            Sysexit::Data,
-            Sysexit::NoInput,
-            Sysexit::Software,
-            Sysexit::CantCreate,
-            Sysexit::Io,
-        ] {
+        for s in Sysexit::ALL {
             assert!(s.code() >= 64);
             assert!(judgements.iter().all(|j| j.code() < 64));
         }
