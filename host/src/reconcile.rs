@@ -51,9 +51,38 @@ pub fn open_tree(root: &Path) -> Result<cap_std::fs::Dir> {
 /// stall the caller).
 pub fn entry_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8]) -> Result<Option<String>> {
     use agent_ledger_trace::entry::{Kind, digest};
+    use cap_std::fs::OpenOptionsExt;
     use std::os::unix::fs::PermissionsExt;
     let rel = Path::new(OsStr::from_bytes(path));
     let p = root.join(rel);
+    // The usual path is a regular file: opened at once (its last component
+    // never followed, no blocking), then one fstat says what it is.
+    let mut options = cap_std::fs::OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
+    match dir.open_with(rel, &options) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // A symlink (or a loop along the way): looked at below.
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {}
+        Err(e) => return Err(Error::read(&p, e)),
+        Ok(file) => {
+            let file = file.into_std();
+            let meta = file.metadata().map_err(|e| Error::read(&p, e))?;
+            if meta.is_dir() {
+                return Ok(None);
+            }
+            if !meta.is_file() {
+                return Err(Error::data(&p, "not a regular file"));
+            }
+            let (h, _) = crate::digest::sha256_open_file(&file, meta.len())
+                .map_err(|e| Error::read(&p, e))?;
+            return Ok(Some(digest(
+                Kind::of_file_mode(meta.permissions().mode()),
+                &h,
+            )));
+        }
+    }
     match dir.symlink_metadata(rel) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::read(&p, e)),
@@ -259,16 +288,17 @@ fn changed_in_tree(git: &crate::git::Repo, base: &str, tree: &str) -> Result<BTr
         .collect())
 }
 
-/// Judges spans against the working tree (or a snapshot of it). `exclude`
-/// are paths never counted as changed (the trace file itself, the ledger);
-/// `ignored`: git-ignored files are part of the delta (`[trace] ignored =
-/// "deny"`); `base`: the revision a begun run started at (see
-/// [`changed_paths`]), else HEAD; `begun`: the trace is a begun run's (then
+/// Judges spans against `git`'s working tree (or a snapshot of it).
+/// `exclude` are paths never counted as changed (the trace file itself, the
+/// ledger); `ignored`: git-ignored files are part of the delta (`[trace]
+/// ignored = "deny"`); `base`: the full commit id the spans start from (a
+/// begun run's base, `--base`, else HEAD; `None`: no commit yet, see
+/// [`changed_paths`]); `begun`: the trace is a begun run's (then
 /// entries named `.git` below the top are changes too). Each path's first
 /// span must find what the base holds there, and each later span what the
 /// one before it left (`agent_ledger_trace::judge`): a break otherwise.
 pub fn reconcile(
-    repo: &Path,
+    git: &crate::git::Repo,
     spans: &[Span],
     exclude: &[Vec<u8>],
     ignored: bool,
@@ -284,30 +314,83 @@ pub fn reconcile(
     let started = std::time::Instant::now();
     let mut phases = Vec::new();
     let mut mark = |name: &'static str| phases.push((name, started.elapsed()));
-    let git = crate::git::Repo::open(repo)?;
+    let repo = git.root.as_path();
     // The revision the first span on each path starts from; a repository
     // without a commit starts from nothing.
-    let start = match base {
-        Some(b) => Some(b.to_string()),
-        None => git.resolve_commit("HEAD").ok(),
-    };
-    mark("open");
+    let start = base.map(str::to_string);
     let cache = crate::resolve::default_cache_dir();
-    let listing = start
-        .as_deref()
-        .map(|rev| git.listing_of_commit(rev, cache.as_deref()))
-        .transpose()?;
+    let worktree = matches!(tree, Judged::Worktree);
+    let (listing, walked) = match start.as_deref() {
+        Some(rev) => {
+            let (l, w) = git.base_of(rev, cache.as_deref(), worktree)?;
+            (Some(l), w)
+        }
+        None => (None, None),
+    };
     mark("listing");
-    let changed = match tree {
-        Judged::Worktree => changed_against(&git, start.as_deref(), listing.as_ref(), ignored)?,
+    // What judging needs besides the delta depends on the spans alone, so
+    // it is read while the tree is walked: what each closed write or
+    // delete span's path holds now (the judgement keeps the ones the delta
+    // holds), and what the base held at each span's path (read by `git
+    // cat-file` on a thread of its own, which mostly waits for git).
+    let mut span_paths: Vec<&[u8]> = spans.iter().map(|s| s.path.as_slice()).collect();
+    span_paths.sort_unstable();
+    span_paths.dedup();
+    let closed: BTreeSet<&[u8]> = spans
+        .iter()
+        .filter(|s| {
+            s.op.mutates()
+                && s.close
+                    .as_ref()
+                    .is_some_and(|c| c.status == agent_ledger_trace::Status::Closed)
+        })
+        .map(|s| s.path.as_slice())
+        .collect();
+    let closed: Vec<&[u8]> = closed.into_iter().collect();
+    let walk = || match tree {
+        Judged::Worktree => {
+            changed_against(git, start.as_deref(), listing.as_ref(), walked, ignored)
+        }
         Judged::Snapshot { git, tree } => changed_in_tree(
             git,
             start
                 .as_deref()
                 .ok_or_else(|| Error::Internal("a snapshot is judged against a revision".into()))?,
             tree,
-        )?,
+        ),
     };
+    // What the judged tree holds at each closed span's path: the working
+    // tree is hashed in parallel (on a large delta, the cost reconcile adds
+    // to `git status`). A path that cannot be read is an error only once
+    // the judgement owns it (a phantom's path is never read for it).
+    type Held = std::collections::BTreeMap<Vec<u8>, Result<Option<String>>>;
+    let now = || -> Result<Held> {
+        match tree {
+            Judged::Worktree => {
+                let dir = open_tree(repo)?;
+                Ok(closed
+                    .par_iter()
+                    .map(|p| (p.to_vec(), entry_in(&dir, repo, p)))
+                    .collect())
+            }
+            Judged::Snapshot { git, tree } => Ok(git
+                .entries_at(tree, &closed)?
+                .into_iter()
+                .map(|(p, held)| (p, Ok(held)))
+                .collect()),
+        }
+    };
+    let (changed, mut now, mut at_start) = std::thread::scope(|scope| {
+        let at_start = scope.spawn(|| match &listing {
+            Some(l) => git.entries_in(l, &span_paths),
+            None => Ok(Default::default()),
+        });
+        let (changed, now) = rayon::join(walk, now);
+        let at_start = at_start
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok::<_, Error>((changed?, now?, at_start?))
+    })?;
     mark("walk");
     let mut delta: BTreeSet<Vec<u8>> = changed.into_iter().filter(|p| !excluded(p)).collect();
     if begun {
@@ -318,31 +401,13 @@ pub fn reconcile(
         delta.extend(dot_git_entries(repo)?);
     }
     let judged = agent_ledger_trace::judge(spans, &delta);
-    // What the judged tree holds at each owned path. Hash the working tree
-    // in parallel: on a large delta this is the cost reconcile adds to `git
-    // status`.
-    let owned_paths: Vec<&[u8]> = judged.owned.iter().map(|o| o.path).collect();
-    let now: Vec<Option<String>> = match tree {
-        Judged::Worktree => {
-            let dir = open_tree(repo)?;
-            owned_paths
-                .par_iter()
-                .map(|p| entry_in(&dir, repo, p))
-                .collect::<Result<_>>()?
-        }
-        Judged::Snapshot { git, tree } => {
-            let mut at = git.entries_at(tree, &owned_paths)?;
-            owned_paths
-                .iter()
-                .map(|p| at.remove(*p).flatten())
-                .collect()
-        }
-    };
-    let misses = judged
-        .owned
-        .iter()
-        .zip(now)
-        .filter_map(|(owned, actual)| owned.check(actual))
+    let mut misses = Vec::new();
+    for owned in &judged.owned {
+        let held = now.remove(owned.path).transpose()?.flatten();
+        misses.extend(owned.check(held));
+    }
+    let misses = misses
+        .into_iter()
         .map(|m| HashMismatch {
             path: display_path(m.path),
             span: m.span.id.clone(),
@@ -350,14 +415,6 @@ pub fn reconcile(
             actual: m.actual,
         })
         .collect();
-    mark("owned");
-    // Continuity: each path's first span against the base.
-    let first_paths: Vec<&[u8]> = judged.firsts.iter().map(|f| f.path).collect();
-    let mut at_start = match &listing {
-        Some(l) => git.entries_in(l, &first_paths)?,
-        None => Default::default(),
-    };
-    mark("continuity");
     crate::profile::phase("reconcile", &crate::profile::spans(&phases));
     let mut breaks: Vec<SpanBreak> = judged
         .firsts

@@ -182,7 +182,7 @@ pub fn resolve(
             )));
         }
         // An unborn HEAD (no commit yet) has no configuration.
-        (ConfigAt::Head, Some(r)) => r.resolve_commit("HEAD").ok(),
+        (ConfigAt::Head, Some(r)) => r.head().map(str::to_string),
         _ => None,
     };
     let at = match (&revision, needs.config_at) {

@@ -436,7 +436,7 @@ pub fn check_workspace(
             repo.git_dir().display()
         )));
     }
-    let head = repo.resolve_commit("HEAD")?;
+    let head = repo.head().unwrap_or("no commit");
     if head != base {
         return Err(Error::Refused(format!(
             "the workspace `{workspace}` is at {head}, but the run began at {base}: HEAD was moved behind the adapter"

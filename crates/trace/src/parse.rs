@@ -266,6 +266,12 @@ enum Parsed {
 }
 
 fn parse_line(raw: &[u8]) -> Result<Parsed, Malformed> {
+    // A span line, the usual one, straight into its type; anything else (a
+    // begin or end line, a malformed one) takes the path below, which
+    // decides and words it as it always has.
+    if let Ok(line) = serde_json::from_slice::<Line>(raw) {
+        return Ok(Parsed::Span(line));
+    }
     let value: serde_json::Value =
         serde_json::from_slice(raw).map_err(|e| Malformed::NotALine(e.to_string()))?;
     let seal = matches!(
@@ -333,17 +339,11 @@ pub fn parse_trace(bytes: &[u8]) -> Result<Trace, ParseError> {
         }
         let parsed = parse_line(raw).map_err(bad)?;
         // The chain: line 1 a begin line, every other line bound to it.
-        let (schema, run, prev, mac, input) = match &parsed {
-            Parsed::Span(l) => (l.schema, &l.run, &l.prev, &l.mac, l.mac_input()),
+        let (schema, run, prev, mac) = match &parsed {
+            Parsed::Span(l) => (l.schema, &l.run, &l.prev, &l.mac),
             Parsed::Seal(s) => {
                 check_seal(s).map_err(bad)?;
-                (
-                    s.schema,
-                    &Some(s.run.clone()),
-                    &s.prev,
-                    &s.mac,
-                    s.mac_input(),
-                )
+                (s.schema, &Some(s.run.clone()), &s.prev, &s.mac)
             }
         };
         if !SCHEMAS_READ.contains(&schema) {
@@ -389,6 +389,11 @@ pub fn parse_trace(bytes: &[u8]) -> Result<Trace, ParseError> {
             if schema != SCHEMA {
                 return Err(bad(Malformed::Unsigned));
             }
+            // What the MAC covers, made only for a signed line.
+            let input = match &parsed {
+                Parsed::Span(l) => l.mac_input(),
+                Parsed::Seal(s) => s.mac_input(),
+            };
             c.signed.push(Signed {
                 line: n + 1,
                 input,

@@ -59,11 +59,12 @@ impl ReconcileArgs {
             )));
         }
         let base = match &self.base {
-            Some(rev) => Some(crate::git::Repo::open(root)?.resolve_commit(rev)?),
+            Some(rev) => Some(resolved.repo()?.resolve_commit(rev)?),
             None => None,
         };
         let judged = judge_trace(
-            root,
+            resolved.repo()?,
+            resolved.revision.as_deref(),
             &self.trace,
             Trust {
                 file: self.trace_key.as_deref(),

@@ -21,202 +21,19 @@
 //! ([`Delta::Submodule`]).
 
 use super::blob::BlobHasher;
+use super::listing::{GITLINK, Listing, SYMLINK};
 use super::stat_cache::{Stat, StatCache};
 use crate::exit::{Error, Result};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{Mode, SFlag};
 use rayon::prelude::*;
-use rustc_hash::FxHashSet;
 use std::collections::BTreeSet;
 use std::ffi::{CStr, OsStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// A gitlink's mode.
-const GITLINK: u32 = 0o160000;
-const SYMLINK: u32 = 0o120000;
-
-/// One file, link or submodule of a tree.
-#[derive(Debug, Clone, Copy)]
-pub struct TreeEntry<'a> {
-    /// Git's mode (`0o100644`, `0o100755`, `0o120000`, `0o160000`).
-    pub mode: u32,
-    /// The object id, hex.
-    pub oid: &'a str,
-}
-
-/// Every entry of a tree, recursively, read with one `git ls-tree`. The
-/// entries are ranges of `git ls-tree`'s output, kept whole: no entry
-/// costs an allocation of its own (a large tree has hundreds of thousands).
-#[derive(Debug, Default)]
-pub struct Listing {
-    sha256: bool,
-    /// `git ls-tree -r -z` output, as read.
-    text: Vec<u8>,
-    /// Per entry: where its path starts and ends in `text`, its object id's
-    /// start, and its mode.
-    spans: Vec<Span>,
-    /// Entry numbers, by the hash of their path.
-    index: hashbrown::HashTable<u32>,
-    /// Every directory that holds an entry, without a trailing slash.
-    dirs: FxHashSet<Box<[u8]>>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    path: (u32, u32),
-    oid: u32,
-    mode: u32,
-}
-
-fn path_hash(path: &[u8]) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(path)
-}
-
-impl Listing {
-    fn oid_len(&self) -> usize {
-        if self.sha256 { 64 } else { 40 }
-    }
-
-    /// `git ls-tree -r -z`'s output this listing was parsed from.
-    pub(super) fn text(&self) -> &[u8] {
-        &self.text
-    }
-
-    /// Entry `i`'s path.
-    pub fn path(&self, i: usize) -> &[u8] {
-        let (start, end) = self.spans[i].path;
-        &self.text[start as usize..end as usize]
-    }
-
-    /// Entry `i`.
-    pub fn entry(&self, i: usize) -> TreeEntry<'_> {
-        let span = self.spans[i];
-        let oid = &self.text[span.oid as usize..span.oid as usize + self.oid_len()];
-        TreeEntry {
-            mode: span.mode,
-            // Checked to be ASCII hex when parsed.
-            oid: std::str::from_utf8(oid).unwrap_or_default(),
-        }
-    }
-
-    /// The number of the entry at `path`.
-    fn find(&self, path: &[u8]) -> Option<usize> {
-        self.index
-            .find(path_hash(path), |&i| self.path(i as usize) == path)
-            .map(|&i| i as usize)
-    }
-
-    /// What `path` is in the tree (files, links and submodules only).
-    pub fn get(&self, path: &[u8]) -> Option<TreeEntry<'_>> {
-        self.find(path).map(|i| self.entry(i))
-    }
-
-    /// How many entries the tree holds.
-    pub fn len(&self) -> usize {
-        self.spans.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
-    }
-}
-
-impl super::Repo {
-    /// Every file, link and submodule of `tree_ish`, with its mode and id.
-    pub fn listing(&self, tree_ish: &str) -> Result<Listing> {
-        let started = std::time::Instant::now();
-        let out = super::run(
-            self.command().args([
-                "ls-tree",
-                "-r",
-                "-z",
-                "--full-tree",
-                "--end-of-options",
-                tree_ish,
-            ]),
-            "ls-tree",
-        )?;
-        let listed = started.elapsed();
-        let parsed = parse_listing(out.stdout, self.empty_tree == super::EMPTY_TREE_SHA256)
-            .map_err(|e| Error::Internal(format!("unexpected git ls-tree output: {e}")));
-        crate::profile::phase(
-            "listing",
-            &[("ls-tree", listed), ("parse", started.elapsed() - listed)],
-        );
-        parsed
-    }
-}
-
-pub(super) fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
-    if u32::try_from(text.len()).is_err() {
-        return Err("more than 4 GiB of entries".into());
-    }
-    // Sized once for the entries the text can hold (a record is at least
-    // its mode, type, id, a tab and a name: about 50 bytes), so the index is
-    // never rebuilt while it fills (each rebuild re-reads every path).
-    let guess = text.len() / 48 + 1;
-    let mut listing = Listing {
-        sha256,
-        text,
-        spans: Vec::with_capacity(guess),
-        index: hashbrown::HashTable::with_capacity(guess),
-        ..Listing::default()
-    };
-    let oid_len = listing.oid_len();
-    let mut at = 0usize;
-    let text = std::mem::take(&mut listing.text);
-    for rec in text.split(|&b| b == 0) {
-        let start = at;
-        at += rec.len() + 1;
-        if rec.is_empty() {
-            continue;
-        }
-        let tab = rec
-            .iter()
-            .position(|&b| b == b'\t')
-            .ok_or_else(|| format!("no tab in `{}`", String::from_utf8_lossy(rec)))?;
-        let (meta, path) = (&rec[..tab], &rec[tab + 1..]);
-        let meta = std::str::from_utf8(meta).map_err(|e| e.to_string())?;
-        let mut fields = meta.split(' ');
-        let (Some(mode), Some(_kind), Some(oid)) = (fields.next(), fields.next(), fields.next())
-        else {
-            return Err(format!("short record `{meta}`"));
-        };
-        if oid.len() != oid_len || !oid.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!("object id `{oid}`"));
-        }
-        let mode = u32::from_str_radix(mode, 8).map_err(|e| format!("mode `{mode}`: {e}"))?;
-        let mut end = path.len();
-        while let Some(slash) = path[..end].iter().rposition(|&b| b == b'/') {
-            if listing.dirs.contains(&path[..slash]) {
-                break;
-            }
-            listing.dirs.insert(path[..slash].into());
-            end = slash;
-        }
-        let i = u32::try_from(listing.spans.len()).map_err(|_| "too many entries")?;
-        let path_start = start + tab + 1;
-        let oid_start = start + (oid.as_ptr() as usize - rec.as_ptr() as usize);
-        listing.spans.push(Span {
-            path: (path_start as u32, (start + rec.len()) as u32),
-            oid: oid_start as u32,
-            mode,
-        });
-        let spans = &listing.spans;
-        let hash = path_hash(path);
-        listing.index.insert_unique(hash, i, |&j| {
-            let (s, e) = spans[j as usize].path;
-            path_hash(&text[s as usize..e as usize])
-        });
-    }
-    listing.text = text;
-    Ok(listing)
-}
 
 /// The working tree's changes against a listing.
 pub enum Delta {
@@ -425,9 +242,9 @@ impl Walk<'_> {
             && let Some(known) = cache.known(i)
             && let Ok(st) =
                 nix::sys::stat::fstatat(Some(dirfd), cname, AtFlags::AT_SYMLINK_NOFOLLOW)
-            && Stat::of_stat(&st) == *known
+            && Stat::of_stat(&st) == known
         {
-            cache.confirm(i, *known);
+            cache.confirm(i, known);
             return Ok(found);
         }
         if !self.same(dirfd, cname, &path, kind, i)? {
@@ -518,29 +335,5 @@ fn holds_dot_git(fd: &OwnedFd) -> bool {
             std::fs::File::from(file).read_exact(&mut head).is_ok() && &head == b"gitdir: "
         }
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_listing_knows_its_directories() {
-        let raw = b"100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta/b/c.txt\x00160000 commit 1111111111111111111111111111111111111111\tsub\x00120000 blob 2222222222222222222222222222222222222222\ttop link\0";
-        let l = parse_listing(raw.to_vec(), false).unwrap();
-        assert_eq!(l.len(), 3);
-        assert!(l.dirs.contains(&b"a"[..]) && l.dirs.contains(&b"a/b"[..]));
-        assert!(!l.dirs.contains(&b"sub"[..]));
-        assert_eq!(l.get(b"sub").unwrap().mode, GITLINK);
-        assert_eq!(l.get(b"top link").unwrap().mode, SYMLINK);
-        assert_eq!(
-            l.get(b"a/b/c.txt").unwrap().oid,
-            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
-        );
-        assert_eq!(l.path(2), b"top link");
-        assert!(l.get(b"a/b").is_none() && l.get(b"top").is_none());
-        assert!(parse_listing(b"100644 blob abc\tx\0".to_vec(), false).is_err());
-        assert!(parse_listing(b"100644 blob abc".to_vec(), false).is_err());
     }
 }

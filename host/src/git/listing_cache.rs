@@ -5,16 +5,19 @@
 //! 0.1 s of `ls-tree`), and `git status` does not pay it only because it
 //! trusts its own index, which the agent can write.
 //!
-//! The entry is `ls-tree`'s output, sealed (`wasm::seal` under the cache
-//! key) over the commit id and the object format, read only from a regular
-//! file within a bound, and parsed as if `ls-tree` had just printed it. A
-//! forged or edited entry does not verify and is listed again.
+//! The entry is `ls-tree`'s output and where each entry lies in it
+//! (`Listing::encode`, so a large listing is not parsed twice), sealed
+//! (`wasm::seal` under the cache key) over the commit id and the object
+//! format, read only from a regular file within a bound; every offset is
+//! checked to lie in the text. A forged or edited entry does not verify and
+//! is listed again.
 
-use super::delta::{Listing, parse_listing};
+use super::StatCache;
+use super::listing::Listing;
 use crate::exit::{Error, Result};
 use std::path::{Path, PathBuf};
 
-const DOMAIN: &str = "agent-ledger base listing v1";
+const DOMAIN: &str = "agent-ledger base listing v2";
 /// The largest listing kept (a tree of some ten million entries).
 const CAP: u64 = 1 << 30;
 
@@ -40,16 +43,42 @@ impl super::Repo {
         let id = format!("{commit}\0{}", if sha256 { "sha256" } else { "sha1" });
         let path = entry(cache, &id);
         if let Some(text) = crate::wasm::read_cache_entry(&path, CAP)
-            .and_then(|sealed| crate::wasm::open_sealed(DOMAIN, &id, &sealed))
+            .and_then(|sealed| crate::wasm::open_sealed(DOMAIN, &id, sealed))
         {
-            return parse_listing(text, sha256).map_err(|e| {
+            return Listing::decode(text, sha256).map_err(|e| {
                 Error::Internal(format!("a sealed listing did not parse (report this): {e}"))
             });
         }
         let listing = self.listing(commit)?;
-        if let Some(sealed) = crate::wasm::seal(DOMAIN, &id, listing.text()) {
+        if let Some(sealed) = crate::wasm::seal(DOMAIN, &id, &listing.encode()) {
             let _ = crate::wasm::write_cache_entry(&path, &sealed);
         }
         Ok(listing)
+    }
+
+    /// [`Repo::listing_of_commit`] and, with `walked`, what the last walk
+    /// of this working tree against `commit` learnt ([`StatCache`]), read
+    /// side by side: on a large tree each is megabytes to read and
+    /// authenticate.
+    pub fn base_of(
+        &self,
+        commit: &str,
+        cache: Option<&Path>,
+        walked: bool,
+    ) -> Result<(Listing, Option<StatCache>)> {
+        let (listing, stat) = rayon::join(
+            || self.listing_of_commit(commit, cache),
+            || {
+                cache
+                    .filter(|_| walked)
+                    .and_then(|c| StatCache::load(c, &self.root, commit))
+            },
+        );
+        let listing = listing?;
+        let stat = stat.map(|mut s| {
+            s.fit(listing.len());
+            s
+        });
+        Ok((listing, stat))
     }
 }

@@ -16,18 +16,20 @@
 //! the command line, which wins over the repository's configuration too.
 
 use crate::exit::{Error, Result};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod at_commit;
 mod blob;
 mod checkout;
 mod delta;
+mod listing;
 mod listing_cache;
 mod range;
 mod stat_cache;
 pub use checkout::{Applied, Checkout, ModeChange, NameStatus};
-pub use delta::{Delta, Listing, TreeEntry, worktree_delta};
+pub use delta::{Delta, worktree_delta};
+pub use listing::{Listing, TreeEntry};
 pub use stat_cache::StatCache;
 
 /// The empty tree of each object format: where attributes are read from.
@@ -84,6 +86,9 @@ pub struct Repo {
     objects: PathBuf,
     /// The empty tree in the repository's object format.
     empty_tree: &'static str,
+    /// The commit HEAD named when the repository was opened (`None`: no
+    /// commit yet, or a git directory of our own).
+    head: Option<String>,
 }
 
 /// The error of a git that ran and failed: the one mapping of a failed git
@@ -192,10 +197,17 @@ impl Repo {
                 "--git-path",
                 "objects",
                 "--show-object-format",
+                // HEAD's commit in the same process; it fails (exit 1, no
+                // line) only before the first commit.
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                "HEAD^{commit}",
             ])
             .output()
             .map_err(|e| not_started("rev-parse", e))?;
-        if !out.status.success() {
+        let unborn = out.status.code() == Some(1) && out.stdout.split(|&b| b == b'\n').count() == 5;
+        if !out.status.success() && !unborn {
             return Err(Error::Missing(format!(
                 "`{}` is not a git repository: {}",
                 root.display(),
@@ -210,6 +222,21 @@ impl Repo {
             return Err(Error::Internal(
                 "unexpected output from git rev-parse".into(),
             ));
+        };
+        let head = match lines.next() {
+            Some(id)
+                if !unborn
+                    && matches!(id.len(), 40 | 64)
+                    && id.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                Some(id.to_string())
+            }
+            None if unborn => None,
+            _ => {
+                return Err(Error::Internal(
+                    "unexpected output from git rev-parse".into(),
+                ));
+            }
         };
         let empty_tree = match format {
             "sha1" => EMPTY_TREE_SHA1,
@@ -226,7 +253,15 @@ impl Repo {
             git_dir: git_dir.into(),
             objects: objects.into(),
             empty_tree,
+            head,
         })
+    }
+
+    /// The full id of the commit HEAD named when the repository was opened
+    /// ([`Repo::open`]); `None` before the first commit and for a git
+    /// directory of our own ([`Repo::isolated`]).
+    pub fn head(&self) -> Option<&str> {
+        self.head.as_deref()
     }
 
     /// A hermetic git command (see the module docs) on this repository and
@@ -274,173 +309,13 @@ impl Repo {
             git_dir,
             objects,
             empty_tree: self.empty_tree,
+            head: None,
         })
     }
 
     /// The full object id of `rev` as a commit.
     pub fn resolve_commit(&self, rev: &str) -> Result<String> {
         self.commit_of(rev, "base revision")
-    }
-
-    /// A file's bytes at a commit, or `None` when the path does not exist there.
-    pub fn read_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>> {
-        let spec = format!("{commit}:{path}");
-        let exists = self
-            .command()
-            .args(["cat-file", "-e", &spec])
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| not_started("cat-file", e))?;
-        if !exists.success() {
-            return Ok(None);
-        }
-        let out = run(self.command().args(["cat-file", "blob", &spec]), "cat-file")?;
-        Ok(Some(out.stdout))
-    }
-
-    /// What `tree_ish` holds at each of `paths`, as a trace entry
-    /// (`agent_ledger_trace::entry`: the sha256 of the blob with its kind);
-    /// `None` where the path is absent or a directory. A submodule commit
-    /// is `160000:` and its object id, which no span records.
-    pub fn entries_at(
-        &self,
-        tree_ish: &str,
-        paths: &[&[u8]],
-    ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
-        use std::os::unix::ffi::OsStrExt;
-        let mut out: BTreeMap<Vec<u8>, Option<String>> =
-            paths.iter().map(|p| (p.to_vec(), None)).collect();
-        // (path, kind, blob id) of every wanted path that is a file.
-        let mut blobs: Vec<(Vec<u8>, agent_ledger_trace::entry::Kind, String)> = Vec::new();
-        for chunk in paths.chunks(256) {
-            let listed = run(
-                self.command()
-                    .env("GIT_LITERAL_PATHSPECS", "1")
-                    .args(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options"])
-                    .arg(tree_ish)
-                    .arg("--")
-                    .args(chunk.iter().map(|p| std::ffi::OsStr::from_bytes(p))),
-                "ls-tree",
-            )?;
-            for rec in listed.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
-                let Some(tab) = rec.iter().position(|&b| b == b'\t') else {
-                    return Err(Error::Internal("unexpected git ls-tree output".into()));
-                };
-                let (meta, path) = (&rec[..tab], &rec[tab + 1..]);
-                let Some(slot) = out.get_mut(path) else {
-                    continue;
-                };
-                let meta = String::from_utf8_lossy(meta);
-                let mut fields = meta.split(' ');
-                let (mode, kind, oid) = (fields.next(), fields.next(), fields.next());
-                match (
-                    mode.and_then(agent_ledger_trace::entry::Kind::from_git_mode),
-                    kind,
-                    oid,
-                ) {
-                    (Some(k), Some("blob"), Some(oid)) => {
-                        blobs.push((path.to_vec(), k, oid.into()))
-                    }
-                    (_, _, Some(oid)) => *slot = Some(format!("{}:{oid}", mode.unwrap_or(""))),
-                    _ => return Err(Error::Internal("unexpected git ls-tree output".into())),
-                }
-            }
-        }
-        let hashes = self.blob_sha256s(&blobs)?;
-        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
-            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
-        }
-        Ok(out)
-    }
-
-    /// What each of `paths` is in `listing` (a listing of this
-    /// repository's), as [`Repo::entries_at`] says it: one `git cat-file`
-    /// for the blobs, nothing for the tree.
-    pub fn entries_in(
-        &self,
-        listing: &Listing,
-        paths: &[&[u8]],
-    ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
-        let mut out: BTreeMap<Vec<u8>, Option<String>> = BTreeMap::new();
-        let mut blobs: Vec<(Vec<u8>, agent_ledger_trace::entry::Kind, String)> = Vec::new();
-        for p in paths {
-            let slot = out.entry(p.to_vec()).or_default();
-            let Some(e) = listing.get(p) else { continue };
-            let mode = format!("{:o}", e.mode);
-            match agent_ledger_trace::entry::Kind::from_git_mode(&mode) {
-                Some(k) => blobs.push((p.to_vec(), k, e.oid.to_string())),
-                None => *slot = Some(format!("{mode}:{}", e.oid)),
-            }
-        }
-        let hashes = self.blob_sha256s(&blobs)?;
-        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
-            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
-        }
-        Ok(out)
-    }
-
-    /// The sha256 of each blob's bytes (hex), in order: one `git cat-file
-    /// --batch`, each blob streamed through the hash.
-    fn blob_sha256s(
-        &self,
-        blobs: &[(Vec<u8>, agent_ledger_trace::entry::Kind, String)],
-    ) -> Result<Vec<String>> {
-        if blobs.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Each blob's bytes, streamed through sha256.
-        let mut child = self
-            .command()
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| not_started("cat-file", e))?;
-        let mut stdin = child.stdin.take().expect("piped");
-        let ids: Vec<u8> = blobs
-            .iter()
-            .flat_map(|(_, _, oid)| format!("{oid}\n").into_bytes())
-            .collect();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write;
-            stdin.write_all(&ids)
-        });
-        let mut reader = std::io::BufReader::new(child.stdout.take().expect("piped"));
-        let hashed = (|| -> std::io::Result<Vec<String>> {
-            use sha2::Digest;
-            use std::io::{BufRead, Read};
-            let mut hashes = Vec::new();
-            for _ in blobs {
-                let mut header = String::new();
-                reader.read_line(&mut header)?;
-                let size: u64 = header
-                    .trim_end()
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .ok_or_else(|| {
-                        std::io::Error::other(format!("header `{}`", header.trim_end()))
-                    })?;
-                let mut hasher = sha2::Sha256::new();
-                let copied = std::io::copy(&mut (&mut reader).take(size), &mut hasher)?;
-                if copied != size {
-                    return Err(std::io::Error::other("short blob"));
-                }
-                let mut newline = [0u8; 1];
-                reader.read_exact(&mut newline)?;
-                hashes.push(hex::encode(hasher.finalize()));
-            }
-            Ok(hashes)
-        })();
-        let _ = writer.join();
-        let status = child.wait().map_err(|e| not_started("cat-file", e))?;
-        let hashes =
-            hashed.map_err(|e| Error::Internal(format!("unexpected git cat-file output: {e}")))?;
-        if !status.success() {
-            return Err(Error::Internal("git cat-file --batch failed".into()));
-        }
-        Ok(hashes)
     }
 
     /// A command in a trial tree: its own index and object directory.

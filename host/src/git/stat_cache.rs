@@ -18,19 +18,20 @@
 //!   without a new ctime) has been written back by the kernel long before
 //!   that (30 s by default), after which the next write sets the ctime.
 //! - An index aligned with the base's listing (entry `i` is the listing's
-//!   path `i`): no path is read from the file.
+//!   path `i`; a body of another length is dropped): no path is read from
+//!   the file.
 
-use super::Listing;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// How old a file's ctime and mtime must be before its stat data stands
 /// for its bytes.
 pub const SETTLED: Duration = Duration::from_secs(60);
 
-const DOMAIN: &str = "agent-ledger worktree stat cache v1";
+const DOMAIN: &str = "agent-ledger worktree stat cache v2";
 const RECORD: usize = 56;
 
 /// Stat data that changes whenever a file's bytes, mode or identity do.
@@ -85,7 +86,7 @@ impl Stat {
     }
 
     fn read(rec: &[u8]) -> Option<Stat> {
-        if rec[0] != 1 {
+        if rec.len() != RECORD || rec[0] != 1 {
             return None;
         }
         let u32_at = |i: usize| u32::from_le_bytes(rec[i..i + 4].try_into().expect("4 bytes"));
@@ -117,36 +118,38 @@ fn settled_window() -> Duration {
 }
 
 /// The cache of one tree against one base, as loaded, and what this walk
-/// confirms.
+/// confirms. Records are read where they lie in the loaded body, when the
+/// walk asks for one: a large tree's cache is never copied out whole.
 pub struct StatCache {
     path: PathBuf,
     id: String,
-    known: Vec<Option<Stat>>,
-    confirmed: Vec<OnceLock<Stat>>,
+    /// The sealed body: one record per listed entry (empty when there was
+    /// no cache, or it did not verify or fit the listing).
+    known: Vec<u8>,
+    /// Entries whose known stat data this walk found again.
+    confirmed: Vec<AtomicBool>,
+    /// Stat data this walk confirmed that the cache did not hold.
+    fresh: Mutex<Vec<(usize, Stat)>>,
     /// Seconds since the epoch before which a file's times must lie.
     settled: i64,
 }
 
 impl StatCache {
     /// The cache in `dir` for the tree at `root` against `base` (a full
-    /// commit id) listed as `listing`; empty when there is none or it does
-    /// not verify. `None` without a cache key (nothing could be
-    /// trusted, so nothing is kept).
-    pub fn load(dir: &Path, root: &Path, base: &str, listing: &Listing) -> Option<StatCache> {
+    /// commit id); empty when there is none or it does not verify. `None`
+    /// without a cache key (nothing could be trusted, so nothing is kept).
+    /// [`StatCache::fit`] sizes it to the base's listing before a walk.
+    pub fn load(dir: &Path, root: &Path, base: &str) -> Option<StatCache> {
         crate::wasm::cache_key_source()?;
-        let id = format!("{}\0{base}\0{}", root.display(), listing.len());
+        let id = format!("{}\0{base}", root.display());
         let path = dir
             .join("worktree-stat")
             .join(&crate::digest::sha256_hex(id.as_bytes())[..32]);
-        // The tag, then one record per listed entry.
-        let cap = 32 + (listing.len() * RECORD) as u64;
-        let body = crate::wasm::read_cache_entry(&path, cap)
-            .and_then(|bytes| crate::wasm::open_sealed(DOMAIN, &id, &bytes))
-            .filter(|b| b.len() == listing.len() * RECORD);
-        let known = match body {
-            Some(b) => b.chunks_exact(RECORD).map(Stat::read).collect(),
-            None => vec![None; listing.len()],
-        };
+        // The tag, then one record per listed entry: no more than a tree of
+        // some ten million entries.
+        let known = crate::wasm::read_cache_entry(&path, 32 + (RECORD as u64) * 10_000_000)
+            .and_then(|bytes| crate::wasm::open_sealed(DOMAIN, &id, bytes))
+            .unwrap_or_default();
         let start = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
@@ -154,41 +157,68 @@ impl StatCache {
             path,
             id,
             known,
-            confirmed: (0..listing.len()).map(|_| OnceLock::new()).collect(),
+            confirmed: Vec::new(),
+            fresh: Mutex::new(Vec::new()),
             settled: start.saturating_sub(settled_window()).as_secs() as i64,
         })
     }
 
+    /// Sizes the cache to a listing of `len` entries; a body of another
+    /// size (not this listing's) is dropped.
+    pub fn fit(&mut self, len: usize) {
+        if self.known.len() != len * RECORD {
+            self.known.clear();
+        }
+        self.confirmed = (0..len).map(|_| AtomicBool::new(false)).collect();
+    }
+
     /// The stat data entry `i` had when it last held the base's bytes.
-    pub fn known(&self, i: usize) -> Option<&Stat> {
-        self.known.get(i)?.as_ref()
+    pub fn known(&self, i: usize) -> Option<Stat> {
+        Stat::read(self.known.get(i * RECORD..(i + 1) * RECORD)?)
     }
 
     /// Entry `i` holds the base's bytes with stat data `stat` (kept when
     /// settled).
     pub fn confirm(&self, i: usize, stat: Stat) {
-        if stat.settled_before(self.settled) {
-            let _ = self.confirmed[i].set(stat);
+        if !stat.settled_before(self.settled) || i >= self.confirmed.len() {
+            return;
+        }
+        if self.known(i) == Some(stat) {
+            self.confirmed[i].store(true, Ordering::Relaxed);
+        } else {
+            self.fresh
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((i, stat));
         }
     }
 
     /// Writes what this walk confirmed, when it differs from what was
     /// loaded. A cache that cannot be written is only a slower next walk.
     pub fn store(self) {
-        let confirmed: Vec<Option<Stat>> = self
+        let fresh = self.fresh.into_inner().unwrap_or_else(|e| e.into_inner());
+        let confirmed: Vec<bool> = self
             .confirmed
             .into_iter()
-            .map(OnceLock::into_inner)
+            .map(AtomicBool::into_inner)
             .collect();
-        if confirmed == self.known || confirmed.iter().all(Option::is_none) {
+        let known = |i: usize| self.known.get(i * RECORD).is_some_and(|&tag| tag != 0);
+        let dropped = (0..confirmed.len()).any(|i| known(i) && !confirmed[i]);
+        if fresh.is_empty() && !dropped {
             return;
         }
-        let mut body = Vec::with_capacity(confirmed.len() * RECORD);
-        for c in &confirmed {
-            match c {
-                Some(s) => s.write(&mut body),
-                None => body.extend_from_slice(&[0; RECORD]),
-            }
+        let mut body = vec![0; confirmed.len() * RECORD];
+        for (i, _) in confirmed.iter().enumerate().filter(|(_, c)| **c) {
+            body[i * RECORD..(i + 1) * RECORD]
+                .copy_from_slice(&self.known[i * RECORD..(i + 1) * RECORD]);
+        }
+        for (i, stat) in &fresh {
+            let mut rec = Vec::with_capacity(RECORD);
+            stat.write(&mut rec);
+            body[i * RECORD..(i + 1) * RECORD].copy_from_slice(&rec);
+        }
+        if fresh.is_empty() && !confirmed.contains(&true) {
+            return;
         }
         if let Some(sealed) = crate::wasm::seal(DOMAIN, &self.id, &body) {
             let _ = crate::wasm::write_cache_entry(&self.path, &sealed);

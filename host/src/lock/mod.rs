@@ -52,10 +52,20 @@ pub struct Scan {
     pub empty_roots: Vec<String>,
 }
 
-/// A path the walk found, to hash: a file or a symlink.
-struct Found {
-    path: String,
-    is_link: bool,
+/// Time spent walking and hashing, summed over threads, for the profile.
+#[derive(Default)]
+struct Spent {
+    walk_ns: std::sync::atomic::AtomicU64,
+    hash_ns: std::sync::atomic::AtomicU64,
+}
+
+impl Spent {
+    fn add(counter: &std::sync::atomic::AtomicU64, since: std::time::Instant) {
+        counter.fetch_add(
+            since.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// Walks and hashes `roots` (normalised, relative to `repo`).
@@ -64,16 +74,21 @@ struct Found {
 /// cap-std [`Dir`] opened on `repo`, which no `..` or link can walk out of.
 /// A root reached through a link out of the tree is an error naming it,
 /// never an empty root.
+///
+/// One parallel walk hashes each file as it meets it (rayon: whichever
+/// thread is free takes the next directory or file), so walking a large
+/// tree overlaps hashing it, and each file is opened by its one name in
+/// its directory.
 pub fn scan(repo: &Path, roots: &[String]) -> Result<Scan> {
     let started = std::time::Instant::now();
+    let spent = Spent::default();
     let top = Dir::open_ambient_dir(repo, cap_std::ambient_authority())
         .map_err(|e| Error::read(repo, e))?;
-    let mut found: Vec<Found> = Vec::new();
+    let mut entries: Vec<LockEntry> = Vec::new();
     let mut empty_roots = Vec::new();
     for root in roots {
-        let before = found.len();
-        if root.is_empty() {
-            walk(&top, repo, "", &mut found)?;
+        let found = if root.is_empty() {
+            walk(&top, repo, "", &spent)?
         } else {
             match top.symlink_metadata(root) {
                 Ok(meta) => {
@@ -82,26 +97,44 @@ pub fn scan(repo: &Path, roots: &[String]) -> Result<Scan> {
                         let dir = top
                             .open_dir(root)
                             .map_err(|e| Error::read(&repo.join(root), e))?;
-                        walk(&dir, repo, root, &mut found)?;
+                        walk(&dir, repo, root, &spent)?
                     } else {
-                        found.push(entry(repo, root, ft)?);
+                        // A root that is one file: hashed in the directory
+                        // that holds it.
+                        let (parent, name) = match root.rsplit_once('/') {
+                            Some((p, n)) => (Some(p), n),
+                            None => (None, root.as_str()),
+                        };
+                        let dir = match parent {
+                            Some(p) => {
+                                top.open_dir(p).map_err(|e| Error::read(&repo.join(p), e))?
+                            }
+                            None => top.try_clone().map_err(|e| Error::read(repo, e))?,
+                        };
+                        vec![hash_entry(&dir, repo, name, root, ft, &spent)?]
                     }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
                 Err(e) => return Err(Error::read(&repo.join(root), e)),
             }
-        }
-        if found.len() == before {
+        };
+        if found.is_empty() {
             empty_roots.push(root.clone());
         }
+        entries.extend(found);
     }
-    found.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-    found.dedup_by(|a, b| a.path == b.path);
-    let walked = started.elapsed();
-    let entries = hash_all(&top, repo, found)?;
+    entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    entries.dedup_by(|a, b| a.path == b.path);
+    let ms = |c: &std::sync::atomic::AtomicU64| {
+        std::time::Duration::from_nanos(c.load(std::sync::atomic::Ordering::Relaxed))
+    };
     crate::profile::phase(
         "lock",
-        &[("walk", walked), ("hash", started.elapsed() - walked)],
+        &[
+            ("wall", started.elapsed()),
+            ("walk-cpu", ms(&spent.walk_ns)),
+            ("hash-cpu", ms(&spent.hash_ns)),
+        ],
     );
     Ok(Scan {
         entries,
@@ -117,119 +150,111 @@ fn rel_join(prefix: &str, name: &str) -> String {
     }
 }
 
-/// A file or symlink at `rel`; anything else is refused.
-fn entry(repo: &Path, rel: &str, ft: cap_std::fs::FileType) -> Result<Found> {
-    if ft.is_symlink() || ft.is_file() {
-        Ok(Found {
-            path: rel.to_string(),
-            is_link: ft.is_symlink(),
-        })
-    } else {
-        Err(Error::data(
-            &repo.join(rel),
-            "fixture root holds a special file (fifo, socket or device)",
-        ))
-    }
-}
-
-/// Collects everything under `dir` (at `rel` in `repo`), following no link.
-fn walk(dir: &Dir, repo: &Path, rel: &str, out: &mut Vec<Found>) -> Result<()> {
-    let at = repo.join(rel);
-    for item in dir.entries().map_err(|e| Error::read(&at, e))? {
-        let item = item.map_err(|e| Error::read(&at, e))?;
+/// Everything under `dir` (at `rel` in `repo`), hashed, following no link.
+fn walk(dir: &Dir, repo: &Path, rel: &str, spent: &Spent) -> Result<Vec<LockEntry>> {
+    use rayon::prelude::*;
+    let listed = std::time::Instant::now();
+    let at = || repo.join(rel);
+    let mut items: Vec<(String, cap_std::fs::FileType)> = Vec::new();
+    for item in dir.entries().map_err(|e| Error::read(&at(), e))? {
+        let item = item.map_err(|e| Error::read(&at(), e))?;
         let name = item.file_name();
         // The repository's own metadata is never a fixture.
         if rel.is_empty() && name == ".git" {
             continue;
         }
-        let path = at.join(&name);
-        let name = name.to_str().ok_or_else(|| {
-            Error::data(&path, "fixture path is not UTF-8 and cannot be recorded")
-        })?;
-        if name.contains('\n') {
+        let path = || at().join(&name);
+        let Some(text) = name.to_str() else {
             return Err(Error::data(
-                &path,
+                &path(),
+                "fixture path is not UTF-8 and cannot be recorded",
+            ));
+        };
+        if text.contains('\n') {
+            return Err(Error::data(
+                &path(),
                 "fixture path contains a newline, which dirHash cannot represent",
             ));
         }
-        let ft = item.file_type().map_err(|e| Error::read(&path, e))?;
-        let rel = rel_join(rel, name);
-        if ft.is_dir() {
-            let sub = item.open_dir().map_err(|e| Error::read(&path, e))?;
-            walk(&sub, repo, &rel, out)?;
-        } else {
-            out.push(entry(repo, &rel, ft)?);
-        }
+        let ft = item.file_type().map_err(|e| Error::read(&path(), e))?;
+        items.push((text.to_string(), ft));
     }
-    Ok(())
+    Spent::add(&spent.walk_ns, listed);
+    items
+        .par_iter()
+        .map(|(name, ft)| {
+            let rel = rel_join(rel, name);
+            if ft.is_dir() {
+                let opened = std::time::Instant::now();
+                let sub = dir
+                    .open_dir(name)
+                    .map_err(|e| Error::read(&repo.join(&rel), e))?;
+                Spent::add(&spent.walk_ns, opened);
+                walk(&sub, repo, &rel, spent)
+            } else {
+                Ok(vec![hash_entry(dir, repo, name, &rel, *ft, spent)?])
+            }
+        })
+        .try_reduce(Vec::new, |mut a, b| {
+            a.extend(b);
+            Ok(a)
+        })
 }
 
-/// Hashes `found` on every core, each thread taking the next entry as it
-/// finishes one: a large file holds up only its own thread (rayon's halving
-/// of the list would give one thread every large file that sorts together).
-fn hash_all(top: &Dir, repo: &Path, found: Vec<Found>) -> Result<Vec<LockEntry>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(found.len().max(1));
-    let next = AtomicUsize::new(0);
-    let slots: Vec<std::sync::OnceLock<Result<LockEntry>>> = (0..found.len())
-        .map(|_| std::sync::OnceLock::new())
-        .collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(f) = found.get(i) else { break };
-                    let _ = slots[i].set(hash_entry(top, repo, f));
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|s| s.into_inner().expect("every entry hashed"))
-        .collect()
-}
-
-fn hash_entry(top: &Dir, repo: &Path, found: &Found) -> Result<LockEntry> {
-    let abs = || repo.join(&found.path);
-    if found.is_link {
-        let target = top
-            .read_link_contents(&found.path)
+/// The entry for `name` in `dir` (at `rel` in `repo`): a file or a
+/// symlink; anything else is refused.
+fn hash_entry(
+    dir: &Dir,
+    repo: &Path,
+    name: &str,
+    rel: &str,
+    ft: cap_std::fs::FileType,
+    spent: &Spent,
+) -> Result<LockEntry> {
+    let started = std::time::Instant::now();
+    let abs = || repo.join(rel);
+    let entry = if ft.is_symlink() {
+        let target = dir
+            .read_link_contents(name)
             .map_err(|e| Error::read(&abs(), e))?;
         let bytes = target.as_os_str().as_bytes();
         let text = std::str::from_utf8(bytes)
             .map_err(|_| Error::data(&abs(), "symlink target is not UTF-8"))?;
-        Ok(LockEntry {
-            path: found.path.clone(),
+        LockEntry {
+            path: rel.to_string(),
             kind: crate::record::EntryKind::Symlink,
             size: bytes.len() as u64,
             sha256: sha256_hex(bytes),
             target: Some(text.to_string()),
             executable: false,
-        })
-    } else {
+        }
+    } else if ft.is_file() {
         use std::os::unix::fs::PermissionsExt;
-        let file = top
-            .open(&found.path)
+        let file = dir
+            .open(name)
             .map_err(|e| Error::read(&abs(), e))?
             .into_std();
         let meta = file.metadata().map_err(|e| Error::read(&abs(), e))?;
         let mode = meta.permissions().mode();
         let (sha256, size) =
             sha256_open_file(&file, meta.len()).map_err(|e| Error::read(&abs(), e))?;
-        Ok(LockEntry {
-            path: found.path.clone(),
+        LockEntry {
+            path: rel.to_string(),
             kind: crate::record::EntryKind::File,
             size,
             sha256,
             target: None,
             // As git decides it: the owner's execute bit.
             executable: mode & 0o100 != 0,
-        })
-    }
+        }
+    } else {
+        return Err(Error::data(
+            &abs(),
+            "fixture root holds a special file (fifo, socket or device)",
+        ));
+    };
+    Spent::add(&spent.hash_ns, started);
+    Ok(entry)
 }
 
 /// in-toto `dirHash`: sha256 of `"<sha256>  <path>\n"` for every regular file,

@@ -22,20 +22,29 @@ pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<B
     // nothing to read a tree from: every file is new.
     let base = match base {
         Some(b) => Some(b.to_string()),
-        None => git.resolve_commit("HEAD").ok(),
+        None => git.head().map(str::to_string),
     };
-    let listing = base.as_deref().map(|b| git.listing(b)).transpose()?;
-    changed_against(&git, base.as_deref(), listing.as_ref(), ignored)
+    let cache = crate::resolve::default_cache_dir();
+    let (listing, walked) = match base.as_deref() {
+        Some(b) => {
+            let (l, w) = git.base_of(b, cache.as_deref(), true)?;
+            (Some(l), w)
+        }
+        None => (None, None),
+    };
+    changed_against(&git, base.as_deref(), listing.as_ref(), walked, ignored)
 }
 
 /// Paths where `git`'s working tree differs from `listing` (of `base`;
-/// `None`: a repository without a commit); with `ignored`, git-ignored
-/// files are changes too, else `.gitignore` files (never the git
-/// directory's `info/exclude`) may excuse new ones.
+/// `None`: a repository without a commit); `walked`: what the last walk of
+/// this tree against `base` learnt (`Repo::base_of`), updated by this one.
+/// With `ignored`, git-ignored files are changes too, else `.gitignore`
+/// files (never the git directory's `info/exclude`) may excuse new ones.
 pub fn changed_against(
     git: &crate::git::Repo,
     base: Option<&str>,
     listing: Option<&crate::git::Listing>,
+    walked: Option<crate::git::StatCache>,
     ignored: bool,
 ) -> Result<BTreeSet<Vec<u8>>> {
     let empty;
@@ -50,12 +59,8 @@ pub fn changed_against(
     // Our own git directory, made only when git must look: HEAD at the
     // base (or unborn), no config, no `info/exclude`.
     let isolated = || git.isolated(base.unwrap_or("ref: refs/heads/unborn"), scratch.path());
-    // What the last walk of this tree against this base learnt.
-    let cache = base.and_then(|b| {
-        crate::git::StatCache::load(&crate::resolve::default_cache_dir()?, &git.root, b, listing)
-    });
-    let delta = crate::git::worktree_delta(&git.root, listing, cache.as_ref())?;
-    if let Some(c) = cache {
+    let delta = crate::git::worktree_delta(&git.root, listing, walked.as_ref())?;
+    if let Some(c) = walked {
         c.store();
     }
     let (mut changed, untracked) = match delta {

@@ -110,11 +110,14 @@ pub struct Trust<'a> {
     pub base: Option<&'a str>,
 }
 
-/// Verifies the trace at `trace` and judges it against the tree at `root`
-/// (its working tree, or a snapshot of it: `tree`). `exclude`: paths never
+/// Verifies the trace at `trace` and judges it against `git`'s tree (its
+/// working tree, or a snapshot of it: `tree`), whose HEAD is the full
+/// commit id `head` as the caller resolved it. `exclude`: paths never
 /// counted as changed (the trace and its key are never counted either).
+#[allow(clippy::too_many_arguments)]
 pub fn judge_trace(
-    root: &Path,
+    git: &crate::git::Repo,
+    head: Option<&str>,
     trace: &Path,
     key: Trust<'_>,
     exclude: &[PathBuf],
@@ -122,12 +125,15 @@ pub fn judge_trace(
     require_mutation: bool,
     tree: Judged<'_>,
 ) -> Result<TraceOutcome> {
+    let root = git.root.as_path();
+    let started = std::time::Instant::now();
     // No trace file means the agent never called the adapter: no spans.
     let bytes = crate::input::read_optional(trace, crate::input::TRACE_CAP)?.unwrap_or_default();
     let verified = match crate::trace::verify(trace, &bytes, key.file, key.pin)? {
         Ok(v) => v,
         Err(forged) => return Ok(forged_outcome(trace, &forged)),
     };
+    crate::profile::phase("trace", &[("verify", started.elapsed())]);
     // The trace file, its key and the ledger are never counted as changes;
     // a begun run's workspace holds no ledger (capture runs in the
     // repository), so nothing in it is excused.
@@ -153,11 +159,16 @@ pub fn judge_trace(
         }
     }
     let report = reconcile(
-        root,
+        git,
         &verified.spans,
         &exclude,
         ignored == IgnoredPolicy::Deny,
-        verified.auth.as_ref().map(|a| a.base.as_str()).or(key.base),
+        verified
+            .auth
+            .as_ref()
+            .map(|a| a.base.as_str())
+            .or(key.base)
+            .or(head),
         verified.auth.is_some(),
         tree,
     )?;

@@ -31,6 +31,10 @@ pub const SCHEMA: u32 = 1;
 pub trait Record: Serialize + for<'de> Deserialize<'de> {
     const KIND: &'static str;
     fn run_id(&self) -> &str;
+    /// The record's `schema` field.
+    fn schema(&self) -> u32;
+    /// The record's `record` field (its kind, as the file says it).
+    fn kind(&self) -> &str;
 }
 
 /// A judgement with a stable machine code and a sentence for people.
@@ -234,6 +238,12 @@ impl Record for TranscriptReceipt {
     fn run_id(&self) -> &str {
         &self.run_id
     }
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+    fn kind(&self) -> &str {
+        &self.record
+    }
 }
 
 /// One entry of a fixture lock.
@@ -309,6 +319,12 @@ impl Record for FixtureLock {
     const KIND: &'static str = "fixture_lock";
     fn run_id(&self) -> &str {
         &self.run_id
+    }
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+    fn kind(&self) -> &str {
+        &self.record
     }
 }
 
@@ -458,6 +474,12 @@ impl Record for PropertyRecord {
     fn run_id(&self) -> &str {
         &self.run_id
     }
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+    fn kind(&self) -> &str {
+        &self.record
+    }
 }
 
 /// The four verdicts, in the order their rules are checked.
@@ -534,6 +556,12 @@ impl Record for VerdictRecord {
     const KIND: &'static str = "verdict";
     fn run_id(&self) -> &str {
         &self.run_id
+    }
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+    fn kind(&self) -> &str {
+        &self.record
     }
 }
 

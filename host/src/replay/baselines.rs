@@ -157,7 +157,7 @@ fn path(dir: &Path, key: &str) -> PathBuf {
 /// The cached run, when there is an authentic one.
 pub fn load(dir: &Path, key: &str) -> Option<Baseline> {
     let bytes = crate::wasm::read_cache_entry(&path(dir, key), crate::input::RECORD_CAP * 4)?;
-    let body = crate::wasm::open_sealed(DOMAIN, key, &bytes)?;
+    let body = crate::wasm::open_sealed(DOMAIN, key, bytes)?;
     let entry: Entry = serde_json::from_slice(&body).ok()?;
     use base64::Engine;
     let junit = base64::engine::general_purpose::STANDARD

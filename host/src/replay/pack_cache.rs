@@ -79,7 +79,7 @@ fn seal_body(files: &[(String, u64)]) -> Vec<u8> {
 /// entry; `false` (and `dir` as it was) otherwise.
 pub fn load(cache: &Path, commit: &str, dir: &Path) -> bool {
     let Some(body) = crate::wasm::read_cache_entry(&entry_path(cache, commit, "seal"), SEAL_CAP)
-        .and_then(|sealed| crate::wasm::open_sealed(DOMAIN, commit, &sealed))
+        .and_then(|sealed| crate::wasm::open_sealed(DOMAIN, commit, sealed))
     else {
         return false;
     };

@@ -249,7 +249,8 @@ pub fn end(trace_file: &Path, require_mutation: bool, pin: Option<&str>) -> Resu
     // repository, so a ledger here would be the agent's.
     let snapshot = workspace_snapshot(&git, &base, ignored == IgnoredPolicy::Deny)?;
     let judged = crate::reconcile::judge_trace(
-        &ws,
+        resolved.repo()?,
+        resolved.revision.as_deref(),
         trace_file,
         crate::reconcile::Trust {
             file: None,

@@ -222,7 +222,7 @@ pub(super) fn exec(
             let git = crate::git::Repo::open(&root)?;
             let rev = match &base {
                 Some(b) => Some(b.clone()),
-                None => git.resolve_commit("HEAD").ok(),
+                None => git.head().map(str::to_string),
             };
             let paths: Vec<&[u8]> = paths.iter().map(|p| p.as_slice()).collect();
             match rev {

@@ -1,0 +1,215 @@
+//! What a commit holds: a file's bytes (`read_at`) and, for the trace's
+//! continuity check, each path's entry as a trace records it
+//! (`entries_at`, `entries_in`), its blobs streamed through sha256 by one
+//! `git cat-file --batch`.
+
+use super::{Listing, Repo, failed, not_started, run};
+use crate::exit::{Error, Result};
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+impl Repo {
+    /// A file's bytes at a commit, or `None` when the path does not exist there.
+    /// One `git cat-file --batch`: whether the path exists and its bytes
+    /// come from the same process.
+    pub fn read_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>> {
+        use std::io::Write;
+        if path.contains('\n') || commit.contains('\n') {
+            return Err(Error::Usage(format!(
+                "`{}` names a path with a line break, which git cannot be asked for",
+                path.escape_debug()
+            )));
+        }
+        let spec = format!("{commit}:{path}");
+        let mut child = self
+            .command()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| not_started("cat-file", e))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        // One short line: written whole before git answers.
+        let written = stdin.write_all(format!("{spec}\n").as_bytes());
+        drop(stdin);
+        let out = child
+            .wait_with_output()
+            .map_err(|e| not_started("cat-file", e))?;
+        if written.is_err() || !out.status.success() {
+            return Err(failed(&format!("cat-file `{spec}`"), &out));
+        }
+        let bad = || Error::Internal(format!("unexpected git cat-file output for `{spec}`"));
+        let newline = out
+            .stdout
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(bad)?;
+        let header = std::str::from_utf8(&out.stdout[..newline]).map_err(|_| bad())?;
+        if header.ends_with(" missing") {
+            return Ok(None);
+        }
+        let mut fields = header.split(' ');
+        let (Some(_oid), Some(kind), Some(size), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Err(bad());
+        };
+        if kind != "blob" {
+            return Err(Error::data(
+                &self.root.join(path),
+                format!("at {commit} this is a {kind}, not a file"),
+            ));
+        }
+        let size: usize = size.parse().map_err(|_| bad())?;
+        out.stdout
+            .get(newline + 1..newline + 1 + size)
+            .map(|body| Some(body.to_vec()))
+            .ok_or_else(bad)
+    }
+
+    /// What `tree_ish` holds at each of `paths`, as a trace entry
+    /// (`agent_ledger_trace::entry`: the sha256 of the blob with its kind);
+    /// `None` where the path is absent or a directory. A submodule commit
+    /// is `160000:` and its object id, which no span records.
+    pub fn entries_at(
+        &self,
+        tree_ish: &str,
+        paths: &[&[u8]],
+    ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut out: BTreeMap<Vec<u8>, Option<String>> =
+            paths.iter().map(|p| (p.to_vec(), None)).collect();
+        // (path, kind, blob id) of every wanted path that is a file.
+        let mut blobs: Vec<(Vec<u8>, agent_ledger_trace::entry::Kind, String)> = Vec::new();
+        for chunk in paths.chunks(256) {
+            let listed = run(
+                self.command()
+                    .env("GIT_LITERAL_PATHSPECS", "1")
+                    .args(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options"])
+                    .arg(tree_ish)
+                    .arg("--")
+                    .args(chunk.iter().map(|p| std::ffi::OsStr::from_bytes(p))),
+                "ls-tree",
+            )?;
+            for rec in listed.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+                let Some(tab) = rec.iter().position(|&b| b == b'\t') else {
+                    return Err(Error::Internal("unexpected git ls-tree output".into()));
+                };
+                let (meta, path) = (&rec[..tab], &rec[tab + 1..]);
+                let Some(slot) = out.get_mut(path) else {
+                    continue;
+                };
+                let meta = String::from_utf8_lossy(meta);
+                let mut fields = meta.split(' ');
+                let (mode, kind, oid) = (fields.next(), fields.next(), fields.next());
+                match (
+                    mode.and_then(agent_ledger_trace::entry::Kind::from_git_mode),
+                    kind,
+                    oid,
+                ) {
+                    (Some(k), Some("blob"), Some(oid)) => {
+                        blobs.push((path.to_vec(), k, oid.into()))
+                    }
+                    (_, _, Some(oid)) => *slot = Some(format!("{}:{oid}", mode.unwrap_or(""))),
+                    _ => return Err(Error::Internal("unexpected git ls-tree output".into())),
+                }
+            }
+        }
+        let hashes = self.blob_sha256s(&blobs)?;
+        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
+            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
+        }
+        Ok(out)
+    }
+
+    /// What each of `paths` is in `listing` (a listing of this
+    /// repository's), as [`Repo::entries_at`] says it: one `git cat-file`
+    /// for the blobs, nothing for the tree.
+    pub fn entries_in(
+        &self,
+        listing: &Listing,
+        paths: &[&[u8]],
+    ) -> Result<BTreeMap<Vec<u8>, Option<String>>> {
+        let mut out: BTreeMap<Vec<u8>, Option<String>> = BTreeMap::new();
+        let mut blobs: Vec<(Vec<u8>, agent_ledger_trace::entry::Kind, String)> = Vec::new();
+        for p in paths {
+            let slot = out.entry(p.to_vec()).or_default();
+            let Some(e) = listing.get(p) else { continue };
+            let mode = format!("{:o}", e.mode);
+            match agent_ledger_trace::entry::Kind::from_git_mode(&mode) {
+                Some(k) => blobs.push((p.to_vec(), k, e.oid.to_string())),
+                None => *slot = Some(format!("{mode}:{}", e.oid)),
+            }
+        }
+        let hashes = self.blob_sha256s(&blobs)?;
+        for ((path, kind, _), hash) in blobs.into_iter().zip(hashes) {
+            out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
+        }
+        Ok(out)
+    }
+
+    /// The sha256 of each blob's bytes (hex), in order: one `git cat-file
+    /// --batch`, each blob streamed through the hash.
+    fn blob_sha256s(
+        &self,
+        blobs: &[(Vec<u8>, agent_ledger_trace::entry::Kind, String)],
+    ) -> Result<Vec<String>> {
+        if blobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Each blob's bytes, streamed through sha256.
+        let mut child = self
+            .command()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| not_started("cat-file", e))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let ids: Vec<u8> = blobs
+            .iter()
+            .flat_map(|(_, _, oid)| format!("{oid}\n").into_bytes())
+            .collect();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            stdin.write_all(&ids)
+        });
+        let mut reader = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let hashed = (|| -> std::io::Result<Vec<String>> {
+            use sha2::Digest;
+            use std::io::{BufRead, Read};
+            let mut hashes = Vec::new();
+            for _ in blobs {
+                let mut header = String::new();
+                reader.read_line(&mut header)?;
+                let size: u64 = header
+                    .trim_end()
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| {
+                        std::io::Error::other(format!("header `{}`", header.trim_end()))
+                    })?;
+                let mut hasher = sha2::Sha256::new();
+                let copied = std::io::copy(&mut (&mut reader).take(size), &mut hasher)?;
+                if copied != size {
+                    return Err(std::io::Error::other("short blob"));
+                }
+                let mut newline = [0u8; 1];
+                reader.read_exact(&mut newline)?;
+                hashes.push(hex::encode(hasher.finalize()));
+            }
+            Ok(hashes)
+        })();
+        let _ = writer.join();
+        let status = child.wait().map_err(|e| not_started("cat-file", e))?;
+        let hashes =
+            hashed.map_err(|e| Error::Internal(format!("unexpected git cat-file output: {e}")))?;
+        if !status.success() {
+            return Err(Error::Internal("git cat-file --batch failed".into()));
+        }
+        Ok(hashes)
+    }
+}

@@ -1,0 +1,284 @@
+//! A tree's every entry, as one `git ls-tree -r -z` printed it: parsed
+//! once into offsets into that text, indexed by path and by directory, and
+//! kept (`listing_cache`) in a form read back without parsing again.
+
+use crate::exit::{Error, Result};
+use rustc_hash::FxHashSet;
+
+/// A gitlink's mode.
+pub(super) const GITLINK: u32 = 0o160000;
+pub(super) const SYMLINK: u32 = 0o120000;
+
+/// One file, link or submodule of a tree.
+#[derive(Debug, Clone, Copy)]
+pub struct TreeEntry<'a> {
+    /// Git's mode (`0o100644`, `0o100755`, `0o120000`, `0o160000`).
+    pub mode: u32,
+    /// The object id, hex.
+    pub oid: &'a str,
+}
+
+/// Every entry of a tree, recursively, read with one `git ls-tree`. The
+/// entries are ranges of `git ls-tree`'s output, kept whole: no entry
+/// costs an allocation of its own (a large tree has hundreds of thousands).
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub(super) sha256: bool,
+    /// `git ls-tree -r -z` output, as read.
+    text: Vec<u8>,
+    /// Per entry: where its path starts and ends in `text`, its object id's
+    /// start, and its mode.
+    spans: Vec<Span>,
+    /// Entry numbers, by the hash of their path.
+    index: hashbrown::HashTable<u32>,
+    /// Every directory that holds an entry, without a trailing slash.
+    pub(super) dirs: FxHashSet<Box<[u8]>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    path: (u32, u32),
+    oid: u32,
+    mode: u32,
+}
+
+fn path_hash(path: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(path)
+}
+
+impl Listing {
+    fn oid_len(&self) -> usize {
+        if self.sha256 { 64 } else { 40 }
+    }
+
+    /// Entry `i`'s path.
+    pub fn path(&self, i: usize) -> &[u8] {
+        let (start, end) = self.spans[i].path;
+        &self.text[start as usize..end as usize]
+    }
+
+    /// Entry `i`.
+    pub fn entry(&self, i: usize) -> TreeEntry<'_> {
+        let span = self.spans[i];
+        let oid = &self.text[span.oid as usize..span.oid as usize + self.oid_len()];
+        TreeEntry {
+            mode: span.mode,
+            // Checked to be ASCII hex when parsed.
+            oid: std::str::from_utf8(oid).unwrap_or_default(),
+        }
+    }
+
+    /// The number of the entry at `path`.
+    pub(super) fn find(&self, path: &[u8]) -> Option<usize> {
+        self.index
+            .find(path_hash(path), |&i| self.path(i as usize) == path)
+            .map(|&i| i as usize)
+    }
+
+    /// What `path` is in the tree (files, links and submodules only).
+    pub fn get(&self, path: &[u8]) -> Option<TreeEntry<'_>> {
+        self.find(path).map(|i| self.entry(i))
+    }
+
+    /// How many entries the tree holds.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+impl super::Repo {
+    /// Every file, link and submodule of `tree_ish`, with its mode and id.
+    pub fn listing(&self, tree_ish: &str) -> Result<Listing> {
+        let started = std::time::Instant::now();
+        let out = super::run(
+            self.command().args([
+                "ls-tree",
+                "-r",
+                "-z",
+                "--full-tree",
+                "--end-of-options",
+                tree_ish,
+            ]),
+            "ls-tree",
+        )?;
+        let listed = started.elapsed();
+        let parsed = parse_listing(out.stdout, self.empty_tree == super::EMPTY_TREE_SHA256)
+            .map_err(|e| Error::Internal(format!("unexpected git ls-tree output: {e}")));
+        crate::profile::phase(
+            "listing",
+            &[("ls-tree", listed), ("parse", started.elapsed() - listed)],
+        );
+        parsed
+    }
+}
+
+pub(super) fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
+    if u32::try_from(text.len()).is_err() {
+        return Err("more than 4 GiB of entries".into());
+    }
+    let oid_len = if sha256 { 64 } else { 40 };
+    // A record is at least its mode, type, id, a tab and a name: about 50
+    // bytes.
+    let mut spans = Vec::with_capacity(text.len() / 48 + 1);
+    let mut at = 0usize;
+    for rec in text.split(|&b| b == 0) {
+        let start = at;
+        at += rec.len() + 1;
+        if rec.is_empty() {
+            continue;
+        }
+        let tab = rec
+            .iter()
+            .position(|&b| b == b'\t')
+            .ok_or_else(|| format!("no tab in `{}`", String::from_utf8_lossy(rec)))?;
+        let meta = std::str::from_utf8(&rec[..tab]).map_err(|e| e.to_string())?;
+        let mut fields = meta.split(' ');
+        let (Some(mode), Some(_kind), Some(oid)) = (fields.next(), fields.next(), fields.next())
+        else {
+            return Err(format!("short record `{meta}`"));
+        };
+        if oid.len() != oid_len || !oid.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("object id `{oid}`"));
+        }
+        let mode = u32::from_str_radix(mode, 8).map_err(|e| format!("mode `{mode}`: {e}"))?;
+        spans.push(Span {
+            path: ((start + tab + 1) as u32, (start + rec.len()) as u32),
+            oid: (start + (oid.as_ptr() as usize - rec.as_ptr() as usize)) as u32,
+            mode,
+        });
+    }
+    Listing::from_parts(text, spans, sha256)
+}
+
+impl Listing {
+    /// A listing of `text` whose entries are `spans` (checked to lie in
+    /// it), indexed by path and directory.
+    fn from_parts(
+        text: Vec<u8>,
+        spans: Vec<Span>,
+        sha256: bool,
+    ) -> std::result::Result<Listing, String> {
+        let oid_len = if sha256 { 64 } else { 40 };
+        let mut index = hashbrown::HashTable::with_capacity(spans.len());
+        let mut dirs = FxHashSet::default();
+        let mut parent: &[u8] = &[];
+        for (i, span) in spans.iter().enumerate() {
+            let (start, end) = (span.path.0 as usize, span.path.1 as usize);
+            if start > end || end > text.len() || span.oid as usize + oid_len > text.len() {
+                return Err(format!("entry {i} lies outside the listing"));
+            }
+            let path = &text[start..end];
+            // Entries come sorted, so most share the last one's directory.
+            let dir = path
+                .iter()
+                .rposition(|&b| b == b'/')
+                .map_or(&path[..0], |slash| &path[..slash]);
+            if dir != parent {
+                let mut end = path.len();
+                while let Some(slash) = path[..end].iter().rposition(|&b| b == b'/') {
+                    if !dirs.insert(Box::<[u8]>::from(&path[..slash])) {
+                        break;
+                    }
+                    end = slash;
+                }
+                parent = dir;
+            }
+            let i = u32::try_from(i).map_err(|_| "too many entries")?;
+            index.insert_unique(path_hash(path), i, |&j| {
+                let (s, e) = spans[j as usize].path;
+                path_hash(&text[s as usize..e as usize])
+            });
+        }
+        Ok(Listing {
+            sha256,
+            text,
+            spans,
+            index,
+            dirs,
+        })
+    }
+
+    /// The listing as bytes [`Listing::decode`] reads back without parsing
+    /// `git ls-tree`'s text again: the text, then each entry's offsets and
+    /// mode.
+    pub(super) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + self.text.len() + self.spans.len() * 16);
+        out.extend_from_slice(&(self.text.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.text);
+        out.extend_from_slice(&(self.spans.len() as u32).to_le_bytes());
+        for s in &self.spans {
+            for v in [s.path.0, s.path.1, s.oid, s.mode] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// What [`Listing::encode`] wrote; an error for anything else.
+    pub(super) fn decode(mut bytes: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
+        let u32_at = |b: &[u8], at: usize| -> std::result::Result<u32, String> {
+            b.get(at..at + 4)
+                .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
+                .ok_or_else(|| "truncated".to_string())
+        };
+        let text_len = u32_at(&bytes, 0)? as usize;
+        let n = u32_at(&bytes, 4 + text_len)? as usize;
+        let table = 8 + text_len;
+        if bytes.len() != table + n * 16 {
+            return Err("length does not match its entries".into());
+        }
+        let spans = (0..n)
+            .map(|i| {
+                let at = table + i * 16;
+                Ok(Span {
+                    path: (u32_at(&bytes, at)?, u32_at(&bytes, at + 4)?),
+                    oid: u32_at(&bytes, at + 8)?,
+                    mode: u32_at(&bytes, at + 12)?,
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()?;
+        bytes.truncate(4 + text_len);
+        bytes.drain(..4);
+        Listing::from_parts(bytes, spans, sha256)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_knows_its_directories() {
+        let raw = b"100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta/b/c.txt\x00160000 commit 1111111111111111111111111111111111111111\tsub\x00120000 blob 2222222222222222222222222222222222222222\ttop link\0";
+        let l = parse_listing(raw.to_vec(), false).unwrap();
+        assert_eq!(l.len(), 3);
+        assert!(l.dirs.contains(&b"a"[..]) && l.dirs.contains(&b"a/b"[..]));
+        assert!(!l.dirs.contains(&b"sub"[..]));
+        assert_eq!(l.get(b"sub").unwrap().mode, GITLINK);
+        assert_eq!(l.get(b"top link").unwrap().mode, SYMLINK);
+        assert_eq!(
+            l.get(b"a/b/c.txt").unwrap().oid,
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
+        assert_eq!(l.path(2), b"top link");
+        assert!(l.get(b"a/b").is_none() && l.get(b"top").is_none());
+        assert!(parse_listing(b"100644 blob abc\tx\0".to_vec(), false).is_err());
+        // The cached form reads back as the same listing, and a damaged one
+        // is refused rather than indexed out of bounds.
+        let back = Listing::decode(l.encode(), false).unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back.path(2), b"top link");
+        assert!(back.dirs.contains(&b"a/b"[..]) && back.get(b"sub").is_some());
+        let mut bad = l.encode();
+        let last = bad.len() - 16;
+        bad[last..last + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Listing::decode(bad, false).is_err());
+        assert!(Listing::decode(l.encode()[..20].to_vec(), false).is_err());
+        assert!(parse_listing(b"100644 blob abc".to_vec(), false).is_err());
+    }
+}
