@@ -109,6 +109,8 @@ pub struct CaptureInput<'a> {
     pub access: ledger::Access,
     /// The commits the patch was taken from (`capture --git`).
     pub git: Option<crate::record::GitRange>,
+    /// The repository, for people (`git::Repo::display_name`).
+    pub repository: Option<String>,
 }
 
 /// The files of one run's capture, in the transcripts directory.
@@ -247,6 +249,7 @@ fn record(
         notes,
         trace_auth: input.trace_auth,
         git: input.git,
+        repository: input.repository,
     };
     let access = input.access;
     if unwrapped_raw {

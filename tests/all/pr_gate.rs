@@ -65,12 +65,32 @@ fn a_good_branch_passes_the_gate_on_its_merge_base() {
             "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
         );
     });
+    // A CI checkout's origin often carries a token: the receipt and the
+    // report name the repository without it.
+    git(
+        root,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://x-access-token:ghs_s3cret@github.com/acme/calc.git",
+        ],
+    );
     let out = gate(root, "pr");
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let receipt: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(root.join(".agent-ledger/transcripts/pr.json")).unwrap(),
-    )
-    .unwrap();
+    let bytes = std::fs::read(root.join(".agent-ledger/transcripts/pr.json")).unwrap();
+    let receipt: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(receipt["repository"], "https://github.com/acme/calc");
+    assert!(!String::from_utf8_lossy(&bytes).contains("s3cret"));
+    let out_dir = tempdir();
+    let html = out_dir.path().join("report.html");
+    run(root, &["report", "--html", html.to_str().unwrap()]).assert_code(0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<th>repository</th><td>https://github.com/acme/calc</td>"),
+        "{page}"
+    );
+    assert!(!page.contains("s3cret"));
     let fork = git(root, &["merge-base", "main", "agent"]);
     assert_eq!(receipt["git"]["merge_base"], fork.as_str());
     assert_eq!(

@@ -194,6 +194,7 @@ fn live_capture(t: &Trial, options: &Options) -> Result<bool> {
             trace: None,
             trace_auth: None,
             captured_at: crate::clock::format_time(crate::clock::now()),
+            repository: resolved.repo.as_ref().and_then(|r| r.display_name()),
         },
     )?;
     Ok(receipt.complete)
@@ -419,6 +420,9 @@ fn one(
                 trace_auth: None,
                 access: crate::ledger::Access::of(body_path),
                 git: None,
+                repository: crate::git::Repo::open(&l.repo)
+                    .ok()
+                    .and_then(|r| r.display_name()),
                 captured_at: match &l.captured_at {
                     Some(t) => crate::clock::format_time(
                         crate::clock::parse_time(t)

@@ -186,6 +186,8 @@ pub struct Call<'a> {
     /// How the trace was authenticated (`None`: it has no begin line).
     pub trace_auth: Option<crate::record::TraceAuth>,
     pub captured_at: String,
+    /// The repository, for people (`git::Repo::display_name`).
+    pub repository: Option<String>,
 }
 
 /// The request body for `provider`. Chat Completions gets
@@ -317,6 +319,7 @@ pub fn capture(ledger: &Ledger, call: Call<'_>) -> Result<TranscriptReceipt> {
             captured_at: call.captured_at,
             access: crate::ledger::Access::Shared,
             git: None,
+            repository: call.repository,
         },
         Some(Exchange { http, reasons }),
     )

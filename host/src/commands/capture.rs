@@ -318,6 +318,7 @@ impl CaptureArgs {
                             head,
                             merge_base,
                         }),
+                        repository: repo.display_name(),
                     },
                 )?
             }
@@ -343,6 +344,7 @@ impl CaptureArgs {
                             crate::ledger::Access::of(body_path)
                         },
                         git: None,
+                        repository: self.repository(),
                     },
                 )?
             }
@@ -393,6 +395,7 @@ impl CaptureArgs {
                         trace: trace.as_deref(),
                         trace_auth: trace_auth.clone(),
                         captured_at: crate::clock::format_time(crate::clock::now()),
+                        repository: resolved.repo.as_ref().and_then(|r| r.display_name()),
                     },
                 )?;
                 if !receipt.complete {
@@ -421,6 +424,13 @@ impl CaptureArgs {
         } else {
             ExitCode::Incomplete
         })
+    }
+
+    /// The repository `--repo` (or the current directory) is in, as
+    /// people name it; `None` outside a repository.
+    fn repository(&self) -> Option<String> {
+        let dir = self.scope.repo.repo.as_deref().unwrap_or(Path::new("."));
+        crate::git::Repo::open(dir).ok()?.display_name()
     }
 
     /// What to run for a second attempt: capture never retries, and a

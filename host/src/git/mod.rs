@@ -99,6 +99,36 @@ pub fn failed(what: &str, out: &Output) -> Error {
     Error::Internal(format!("git {what} failed: {}", stderr.trim()))
 }
 
+/// A remote's URL as it may be shown and recorded: any user name and
+/// password (`https://user:token@host/...`, `token@host:path`), query and
+/// fragment removed, and a trailing `.git` or `/`; `None` when nothing is
+/// left or it is longer than 512 bytes.
+pub fn display_url(url: &str) -> Option<String> {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let shown = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(i) => rest.split_at(i),
+                None => (rest, ""),
+            };
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            if host.is_empty() {
+                return None;
+            }
+            format!("{scheme}://{host}{path}")
+        }
+        // scp-like `[user@]host:path`: the part before `@` may be a token.
+        None => match (url.find('@'), url.find(':')) {
+            (Some(at), Some(colon)) if at < colon => url[at + 1..].to_string(),
+            _ => url.to_string(),
+        },
+    };
+    let shown = shown.trim_end_matches('/');
+    let shown = shown.strip_suffix(".git").unwrap_or(shown);
+    (!shown.is_empty() && shown.len() <= 512 && !shown.chars().any(char::is_control))
+        .then(|| shown.to_string())
+}
+
 /// The error of a git that could not be started.
 pub fn not_started(what: &str, e: std::io::Error) -> Error {
     Error::Internal(format!("cannot run git {what}: {e}"))
@@ -257,6 +287,27 @@ impl Repo {
         })
     }
 
+    /// The repository as people name it, for reports: its `origin` remote's
+    /// URL without credentials ([`display_url`]), else the name of its
+    /// top-level directory. Untrusted (the repository's configuration says
+    /// it): shown, never judged.
+    pub fn display_name(&self) -> Option<String> {
+        let origin = self
+            .command()
+            .args(["config", "--get", "remote.origin.url"])
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|url| display_url(url.trim()));
+        origin.or_else(|| {
+            self.root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+    }
+
     /// The full id of the commit HEAD named when the repository was opened
     /// ([`Repo::open`]); `None` before the first commit and for a git
     /// directory of our own ([`Repo::isolated`]).
@@ -378,5 +429,38 @@ impl Repo {
             "checkout-index",
         )?;
         Ok(co)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::display_url;
+
+    #[test]
+    fn a_remote_is_shown_without_its_credentials() {
+        for (url, shown) in [
+            (
+                "https://x-access-token:ghp_secret@github.com/org/repo.git",
+                Some("https://github.com/org/repo"),
+            ),
+            (
+                "https://github.com/org/repo/",
+                Some("https://github.com/org/repo"),
+            ),
+            (
+                "https://host/org/repo.git?private_token=abc#frag",
+                Some("https://host/org/repo"),
+            ),
+            ("ssh://git@host:22/org/repo", Some("ssh://host:22/org/repo")),
+            ("token@github.com:org/repo.git", Some("github.com:org/repo")),
+            ("github.com:org/repo", Some("github.com:org/repo")),
+            ("/srv/git/repo.git", Some("/srv/git/repo")),
+            ("https://user:pw@", None),
+            ("", None),
+            ("https://host/a\u{1b}[2Jb", None),
+        ] {
+            assert_eq!(display_url(url).as_deref(), shown, "{url}");
+        }
+        assert_eq!(display_url(&"x".repeat(600)), None);
     }
 }

@@ -147,6 +147,14 @@ pub struct TranscriptReceipt {
     /// captured response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<GitRange>,
+    /// The repository the patch was captured in, for people: its `origin`
+    /// remote's URL with any user name, password, query and fragment
+    /// removed (`https://github.com/org/repo`), else the name of its
+    /// top-level directory. Reports show it; nothing is judged by it (the
+    /// repository's configuration names it). Absent when capture ran
+    /// outside a repository, and in receipts written before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
 }
 
 /// The commits a patch was taken from (`capture --git BASE..HEAD`): the

@@ -258,9 +258,12 @@ fn trial(h: &mut String, t: &Trial) {
     h.push_str("</details>\n");
 }
 
-/// The trial's base, model, commits and patch (folded).
+/// The trial's repository, base, model, commits and patch (folded).
 fn about(h: &mut String, a: &super::About) {
     let mut rows = Vec::new();
+    if let Some(r) = &a.repository {
+        rows.push(("repository", escape(r)));
+    }
     if let Some(b) = &a.base {
         rows.push(("base", format!("<code>{}</code>", escape(b))));
     }
@@ -378,7 +381,13 @@ mod tests {
             page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
             "{page}"
         );
-        assert!(!page.contains("://"), "{page}");
+        // Nothing links or loads anything (a repository's URL is text).
+        assert!(!page.contains("src="), "{page}");
+        assert!(
+            page.match_indices("href=\"")
+                .all(|(i, _)| page[i..].starts_with("href=\"#")),
+            "{page}"
+        );
         assert_eq!(
             escape("<a href='x'>&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
@@ -386,11 +395,15 @@ mod tests {
     }
 
     #[test]
-    fn each_trial_shows_its_base_model_and_patch_and_sizes_for_people() {
+    fn each_trial_shows_its_repository_base_model_and_patch_and_sizes_for_people() {
         let t = trials();
         let page = render(&Summary::of(&t), &t);
         let good = &page[page.find("<details id=\"trial-good\"").unwrap()..];
         let good = &good[..good.find("</details>\n<details id=").unwrap()];
+        assert!(
+            good.contains("<th>repository</th><td>https://example.test/&lt;script&gt;"),
+            "{good}"
+        );
         assert!(
             good.contains("<th>base</th><td><code>0123abcd</code>"),
             "{good}"

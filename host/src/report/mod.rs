@@ -140,10 +140,13 @@ pub struct Trial {
     pub about: About,
 }
 
-/// A trial's inputs, for people: the base it was judged on, the model, the
-/// patch. Each is absent when no record on file holds it.
+/// A trial's inputs, for people: the repository, the base it was judged
+/// on, the model, the patch. Each is absent when no record on file holds it.
 #[derive(Debug, Clone, Default)]
 pub struct About {
+    /// The repository the patch was captured in (the receipt's
+    /// `repository`).
+    pub repository: Option<String>,
     /// The base revision (the property record's, else a `capture --git`
     /// receipt's merge base).
     pub base: Option<String>,
@@ -249,6 +252,7 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
     };
     if let Some(t) = &records.transcript {
         let r = &t.loaded.record;
+        about.repository = r.repository.clone();
         about.model = r
             .model
             .clone()

@@ -48,6 +48,7 @@ pub fn trials() -> Vec<Trial> {
             properties: vec![property("tests_not_deleted", Outcome::Holds, vec![])],
             patched: vec!["src/retry.py".into()],
             about: About {
+                repository: Some(format!("https://example.test/{HOSTILE}")),
                 base: Some("0123abcd".into()),
                 model: Some(format!("model-{HOSTILE}")),
                 range: None,

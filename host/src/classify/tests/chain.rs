@@ -59,6 +59,7 @@ fn chain() -> Chain {
             extract: None,
             access: crate::ledger::Access::Shared,
             git: None,
+            repository: None,
         },
     )
     .unwrap();

@@ -61,6 +61,7 @@ fn transcript(reasons: Vec<Reason>) -> Loaded<TranscriptReceipt> {
             usage: None,
             http: None,
             git: None,
+            repository: None,
         },
         "transcripts/run-001.json",
     )

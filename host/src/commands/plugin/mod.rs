@@ -356,6 +356,7 @@ impl TestArgs {
             envelope: judged.envelope,
             notes: judged.notes.clone(),
             git: None,
+            repository: None,
         };
         let transcript = made_up(dir, "transcript.json", receipt)?;
         let lock = made_up(
