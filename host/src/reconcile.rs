@@ -51,16 +51,14 @@ pub fn open_tree(root: &Path) -> Result<cap_std::fs::Dir> {
 /// stall the caller).
 pub fn entry_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8]) -> Result<Option<String>> {
     use agent_ledger_trace::entry::{Kind, digest};
-    use cap_std::fs::OpenOptionsExt;
     use std::os::unix::fs::PermissionsExt;
     let rel = Path::new(OsStr::from_bytes(path));
     let p = root.join(rel);
     // The usual path is a regular file: opened at once (its last component
     // never followed, no blocking), then one fstat says what it is.
     let mut options = cap_std::fs::OpenOptions::new();
-    options
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
+    options.read(true);
+    no_follow_no_block(&mut options);
     match dir.open_with(rel, &options) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         // A symlink (or a loop along the way): looked at below.
@@ -109,6 +107,19 @@ pub fn entry_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8]) -> Result<Opti
     }
 }
 
+/// The last component is never followed (`ELOOP` if it is a symlink) and
+/// opening never blocks (a FIFO opens at once, to be refused). `O_NOFOLLOW`
+/// alone is not enough: where `openat2` is unavailable (old kernels,
+/// seccomp, gVisor) cap-std resolves the path itself and follows a final
+/// symlink unless told `FollowSymlinks::No`.
+fn no_follow_no_block(options: &mut cap_std::fs::OpenOptions) {
+    use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+    use cap_std::fs::OpenOptionsExt;
+    options
+        .follow(FollowSymlinks::No)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
+}
+
 /// Opens `path` in the tree `dir` (opened on `root`) without following its
 /// last component and without blocking; anything but a regular file is an
 /// error. `write`: opened to be rewritten (created if absent, truncated
@@ -119,15 +130,11 @@ pub fn open_regular(
     path: &[u8],
     write: bool,
 ) -> Result<std::fs::File> {
-    use cap_std::fs::OpenOptionsExt;
     let rel = Path::new(OsStr::from_bytes(path));
     let p = root.join(rel);
     let mut options = cap_std::fs::OpenOptions::new();
-    options
-        .read(!write)
-        .write(write)
-        .create(write)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
+    options.read(!write).write(write).create(write);
+    no_follow_no_block(&mut options);
     let file = dir
         .open_with(rel, &options)
         .map_err(|e| {
@@ -520,42 +527,4 @@ pub fn display_path(p: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_records() {
-        let raw = b"1 .M N... 100644 100644 100644 aaaa bbbb src/a b.rs\x002 R. N... 100644 100644 100644 aaaa aaaa R100 new name\x00old name\x00? un\ttracked\x00u UU N... 100644 100644 100644 100644 a b c conflict.txt\x00! ignored\x00";
-        let paths = parse_status(raw).unwrap();
-        let with_ignored = parse_records(raw, true).unwrap();
-        assert!(with_ignored.contains(&b"ignored"[..]));
-        assert_eq!(with_ignored.len(), paths.len() + 1);
-        let want: BTreeSet<Vec<u8>> = [
-            &b"src/a b.rs"[..],
-            b"new name",
-            b"old name",
-            b"un\ttracked",
-            b"conflict.txt",
-        ]
-        .iter()
-        .map(|p| p.to_vec())
-        .collect();
-        assert_eq!(paths, want);
-    }
-
-    #[test]
-    fn paths_are_shown_exactly() {
-        assert_eq!(display_path(b"src/a.rs"), "src/a.rs");
-        assert_eq!(display_path("caf\u{e9} x".as_bytes()), "caf\u{e9} x");
-        assert_eq!(display_path(b"a\nb"), "\"a\\nb\"");
-        assert_eq!(display_path(b"q\"uote"), "\"q\\\"uote\"");
-        assert_eq!(display_path(b"bad\xffbyte"), "\"bad\\377byte\"");
-        // A right-to-left override cannot reorder the line it is shown on,
-        // and a C1 control is escaped byte by byte, as git writes it.
-        assert_eq!(
-            display_path("evil\u{202e}txt.exe".as_bytes()),
-            "\"evil\\342\\200\\256txt.exe\""
-        );
-        assert_eq!(display_path("a\u{85}b".as_bytes()), "\"a\\302\\205b\"");
-    }
-}
+mod tests;
