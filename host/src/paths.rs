@@ -1,6 +1,7 @@
-//! The one path-relativising helper: where a file lies relative to a
-//! repository, judged through the filesystem (symlinks and `..` resolved),
-//! so a path cannot pass for outside the repository by spelling.
+//! Path helpers: where a file lies relative to a repository, judged
+//! through the filesystem (symlinks and `..` resolved), so a path cannot
+//! pass for outside the repository by spelling; and how a file in a tree
+//! is opened without following its last component.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +42,20 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// True when `path` lies inside `root` (or is `root`).
 pub fn is_inside(root: &Path, path: &Path) -> bool {
     relative_to(root, path).is_some()
+}
+
+/// Options for opening through a capability so that the last component is
+/// never followed (`ELOOP` if it is a symlink) and opening never blocks (a
+/// FIFO opens at once, to be refused; check the type after opening).
+/// `O_NOFOLLOW` alone is not enough: where `openat2` is unavailable (old
+/// kernels, seccomp, gVisor) cap-std resolves the path itself and follows a
+/// final symlink unless told `FollowSymlinks::No`.
+pub fn leaf_only(options: &mut cap_std::fs::OpenOptions) {
+    use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+    use cap_std::fs::OpenOptionsExt;
+    options
+        .follow(FollowSymlinks::No)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ pub fn entry_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8]) -> Result<Opti
     // never followed, no blocking), then one fstat says what it is.
     let mut options = cap_std::fs::OpenOptions::new();
     options.read(true);
-    no_follow_no_block(&mut options);
+    crate::paths::leaf_only(&mut options);
     match dir.open_with(rel, &options) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         // A symlink (or a loop along the way): looked at below.
@@ -107,19 +107,6 @@ pub fn entry_in(dir: &cap_std::fs::Dir, root: &Path, path: &[u8]) -> Result<Opti
     }
 }
 
-/// The last component is never followed (`ELOOP` if it is a symlink) and
-/// opening never blocks (a FIFO opens at once, to be refused). `O_NOFOLLOW`
-/// alone is not enough: where `openat2` is unavailable (old kernels,
-/// seccomp, gVisor) cap-std resolves the path itself and follows a final
-/// symlink unless told `FollowSymlinks::No`.
-fn no_follow_no_block(options: &mut cap_std::fs::OpenOptions) {
-    use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-    use cap_std::fs::OpenOptionsExt;
-    options
-        .follow(FollowSymlinks::No)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK);
-}
-
 /// Opens `path` in the tree `dir` (opened on `root`) without following its
 /// last component and without blocking; anything but a regular file is an
 /// error. `write`: opened to be rewritten (created if absent, truncated
@@ -134,7 +121,7 @@ pub fn open_regular(
     let p = root.join(rel);
     let mut options = cap_std::fs::OpenOptions::new();
     options.read(!write).write(write).create(write);
-    no_follow_no_block(&mut options);
+    crate::paths::leaf_only(&mut options);
     let file = dir
         .open_with(rel, &options)
         .map_err(|e| {
@@ -380,11 +367,27 @@ pub fn reconcile(
                     .map(|p| (p.to_vec(), entry_in(&dir, repo, p)))
                     .collect())
             }
-            Judged::Snapshot { git, tree } => Ok(git
-                .entries_at(tree, &closed)?
-                .into_iter()
-                .map(|(p, held)| (p, Ok(held)))
-                .collect()),
+            Judged::Snapshot { git, tree } => {
+                // A path no tree can hold is an error once owned, as a
+                // path the working tree cannot open is.
+                let (nameable, not): (Vec<&[u8]>, Vec<&[u8]>) =
+                    closed.iter().partition(|p| crate::git::Repo::nameable(p));
+                let mut held: Held = git
+                    .entries_at(tree, &nameable)?
+                    .into_iter()
+                    .map(|(p, held)| (p, Ok(held)))
+                    .collect();
+                for p in not {
+                    held.insert(
+                        p.to_vec(),
+                        Err(Error::data(
+                            Path::new(&display_path(p)),
+                            "path holds a NUL byte or is longer than 4096 bytes: no tree can hold it",
+                        )),
+                    );
+                }
+                Ok(held)
+            }
         }
     };
     let (changed, mut now, mut at_start) = std::thread::scope(|scope| {

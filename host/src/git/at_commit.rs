@@ -14,10 +14,14 @@ impl Repo {
     /// come from the same process.
     pub fn read_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>> {
         use std::io::Write;
-        if path.contains('\n') || commit.contains('\n') {
+        // git reads the line with a CR before the newline stripped, and
+        // `rev:path` is split at the revision's first colon.
+        let unsayable = |s: &str| s.contains(['\n', '\r', '\0']);
+        if unsayable(path) || unsayable(commit) || commit.contains(':') {
             return Err(Error::Usage(format!(
-                "`{}` names a path with a line break, which git cannot be asked for",
-                path.escape_debug()
+                "`{}` at `{}`: a path or revision with a line break, carriage return or NUL (or a revision with a colon) cannot be asked of git",
+                path.escape_debug(),
+                commit.escape_debug()
             )));
         }
         let spec = format!("{commit}:{path}");
@@ -82,6 +86,14 @@ impl Repo {
             paths.iter().map(|p| (p.to_vec(), None)).collect();
         // (path, kind, blob id) of every wanted path that is a file.
         let mut blobs: Vec<(Vec<u8>, agent_ledger_trace::entry::Kind, String)> = Vec::new();
+        if let Some(p) = paths.iter().find(|p| !Self::nameable(p)) {
+            return Err(Error::data(
+                &self.root.join(std::ffi::OsStr::from_bytes(p)),
+                "path holds a NUL byte or is longer than 4096 bytes: no tree can hold it",
+            ));
+        }
+        // At most 256 paths (of at most 4096 bytes) per call: 1 MiB of
+        // arguments, within any ARG_MAX.
         for chunk in paths.chunks(256) {
             let listed = run(
                 self.command()
@@ -121,6 +133,12 @@ impl Repo {
             out.insert(path, Some(agent_ledger_trace::entry::digest(kind, &hash)));
         }
         Ok(out)
+    }
+
+    /// Whether `path` can be named to git on a command line: no NUL byte,
+    /// and no longer than a path the filesystem could open (`PATH_MAX`).
+    pub fn nameable(path: &[u8]) -> bool {
+        !path.contains(&0) && path.len() <= 4096
     }
 
     /// What each of `paths` is in `listing` (a listing of this
@@ -211,5 +229,79 @@ impl Repo {
             return Err(Error::Internal("git cat-file --batch failed".into()));
         }
         Ok(hashes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Repo;
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .current_dir(dir)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// A path git cannot be handed (a NUL byte, past PATH_MAX) is an error
+    /// that names it, not a failed spawn; many long paths fit the calls.
+    #[test]
+    fn entries_at_names_a_path_no_tree_can_hold() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        std::fs::write(dir.join("a.txt"), b"a\n").unwrap();
+        git(dir, &["add", "a.txt"]);
+        git(dir, &["commit", "-qm", "one"]);
+        let repo = Repo::open(dir).unwrap();
+        for bad in [b"a\0b".to_vec(), vec![b'x'; 4097]] {
+            let e = repo.entries_at("HEAD", &[b"a.txt", &bad]).unwrap_err();
+            assert!(
+                e.to_string().contains("NUL byte or is longer than 4096"),
+                "{e}"
+            );
+        }
+        let long: Vec<Vec<u8>> = (0..600)
+            .map(|i| format!("{i:03}/{}", "y".repeat(4000)).into_bytes())
+            .collect();
+        let mut paths: Vec<&[u8]> = long.iter().map(Vec::as_slice).collect();
+        paths.push(b"a.txt");
+        let got = repo.entries_at("HEAD", &paths).unwrap();
+        assert_eq!(got.len(), 601);
+        assert!(got[&b"a.txt"[..]].is_some());
+        assert!(got[&long[0]].is_none());
+    }
+
+    /// `a.txt\r` is not `a.txt`, and `HEAD:x` is no revision.
+    #[test]
+    fn read_at_refuses_what_git_would_read_as_something_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        std::fs::write(dir.join("a.txt"), b"a\n").unwrap();
+        git(dir, &["add", "a.txt"]);
+        git(dir, &["commit", "-qm", "one"]);
+        let repo = Repo::open(dir).unwrap();
+        assert_eq!(repo.read_at("HEAD", "a.txt").unwrap().unwrap(), b"a\n");
+        for (rev, path) in [
+            ("HEAD", "a.txt\r"),
+            ("HEAD", "a.txt\n"),
+            ("HEAD", "a\0.txt"),
+            ("HEAD:a.txt", "x"),
+        ] {
+            let e = repo.read_at(rev, path).unwrap_err().to_string();
+            assert!(e.contains("cannot be asked of git"), "{e}");
+        }
     }
 }

@@ -230,11 +230,19 @@ fn hash_entry(
         }
     } else if ft.is_file() {
         use std::os::unix::fs::PermissionsExt;
+        // The name was a file when listed; opened without following a link
+        // or waiting on a FIFO swapped in since, and checked again.
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true);
+        crate::paths::leaf_only(&mut options);
         let file = dir
-            .open(name)
+            .open_with(name, &options)
             .map_err(|e| Error::read(&abs(), e))?
             .into_std();
         let meta = file.metadata().map_err(|e| Error::read(&abs(), e))?;
+        if !meta.is_file() {
+            return Err(Error::data(&abs(), "not a regular file"));
+        }
         let mode = meta.permissions().mode();
         let (sha256, size) =
             sha256_open_file(&file, meta.len()).map_err(|e| Error::read(&abs(), e))?;
