@@ -191,3 +191,44 @@ fn compare_refuses_a_lock_with_a_row_removed() {
     out.assert_code(65);
     assert!(out.stderr.contains("dir_hash"), "{}", out.stderr);
 }
+
+/// A fixture tree nested thousands deep is refused by name (exit 65, no
+/// lock), never a stack overflow; one at the limit is locked.
+#[test]
+fn a_tree_nested_past_the_limit_is_refused_not_a_crash() {
+    let dir = tempdir();
+    let d = dir.path();
+    fixture_tree(d);
+    capture_complete(d, "r");
+    // 256 components: `deep`, 254 directories, the file.
+    let mut at = d.join("deep");
+    for _ in 0..254 {
+        at.push("d");
+    }
+    std::fs::create_dir_all(&at).unwrap();
+    std::fs::write(at.join("f.txt"), b"x").unwrap();
+    run(d, &["lock", "--run", "r", "--root", "deep"]).assert_code(0);
+    assert_eq!(lock_json(d, "r")["count"], 1);
+
+    let dir = tempdir();
+    let d = dir.path();
+    fixture_tree(d);
+    capture_complete(d, "r");
+    // Built a level at a time: the whole path is past PATH_MAX.
+    std::fs::create_dir(d.join("deep")).unwrap();
+    let mut here =
+        cap_std::fs::Dir::open_ambient_dir(d.join("deep"), cap_std::ambient_authority()).unwrap();
+    for _ in 0..3000 {
+        here.create_dir("d").unwrap();
+        here = here.open_dir("d").unwrap();
+    }
+    let out = run(d, &["lock", "--run", "r", "--root", "deep"]);
+    out.assert_code(65);
+    assert!(
+        out.stderr
+            .contains("fixture path is more than 256 components deep"),
+        "{}",
+        out.stderr
+    );
+    assert!(!d.join(".agent-ledger/fixtures/r.lock.json").exists());
+}

@@ -150,11 +150,22 @@ fn rel_join(prefix: &str, name: &str) -> String {
     }
 }
 
+/// The most components a fixture path may have. The walk descends one
+/// directory handle (and one stack frame) per level, in parallel, so a
+/// hostile tree nested thousands deep would exhaust a thread's stack (an
+/// abort, not a verdict); git's own `core.maxTreeDepth` is 2048.
+pub const MAX_DEPTH: usize = 256;
+
 /// Everything under `dir` (at `rel` in `repo`), hashed, following no link.
 fn walk(dir: &Dir, repo: &Path, rel: &str, spent: &Spent) -> Result<Vec<LockEntry>> {
     use rayon::prelude::*;
     let listed = std::time::Instant::now();
     let at = || repo.join(rel);
+    let depth = if rel.is_empty() {
+        0
+    } else {
+        rel.split('/').count()
+    };
     let mut items: Vec<(String, cap_std::fs::FileType)> = Vec::new();
     for item in dir.entries().map_err(|e| Error::read(&at(), e))? {
         let item = item.map_err(|e| Error::read(&at(), e))?;
@@ -164,6 +175,14 @@ fn walk(dir: &Dir, repo: &Path, rel: &str, spent: &Spent) -> Result<Vec<LockEntr
             continue;
         }
         let path = || at().join(&name);
+        if depth >= MAX_DEPTH {
+            return Err(Error::data(
+                &path(),
+                format!(
+                    "fixture path is more than {MAX_DEPTH} components deep, past what a lock walks"
+                ),
+            ));
+        }
         let Some(text) = name.to_str() else {
             return Err(Error::data(
                 &path(),
