@@ -25,15 +25,7 @@ impl Repo {
             )));
         }
         let spec = format!("{commit}:{path}");
-        let mut child = self
-            .command()
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| not_started("cat-file", e))?;
-        let mut stdin = child.stdin.take().expect("piped");
+        let (child, mut stdin) = self.cat_file_batch()?;
         // One short line: written whole before git answers.
         let written = stdin.write_all(format!("{spec}\n").as_bytes());
         drop(stdin);
@@ -135,6 +127,20 @@ impl Repo {
         Ok(out)
     }
 
+    /// `git cat-file --batch` started, with its stdin taken.
+    fn cat_file_batch(&self) -> Result<(std::process::Child, std::process::ChildStdin)> {
+        let mut child = self
+            .command()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| not_started("cat-file", e))?;
+        let stdin = child.stdin.take().expect("piped");
+        Ok((child, stdin))
+    }
+
     /// Whether `path` can be named to git on a command line: no NUL byte,
     /// and no longer than a path the filesystem could open (`PATH_MAX`).
     pub fn nameable(path: &[u8]) -> bool {
@@ -177,15 +183,7 @@ impl Repo {
             return Ok(Vec::new());
         }
         // Each blob's bytes, streamed through sha256.
-        let mut child = self
-            .command()
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| not_started("cat-file", e))?;
-        let mut stdin = child.stdin.take().expect("piped");
+        let (mut child, mut stdin) = self.cat_file_batch()?;
         let ids: Vec<u8> = blobs
             .iter()
             .flat_map(|(_, _, oid)| format!("{oid}\n").into_bytes())
