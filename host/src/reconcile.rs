@@ -382,7 +382,7 @@ pub fn reconcile(
                         p.to_vec(),
                         Err(Error::data(
                             Path::new(&display_path(p)),
-                            "path holds a NUL byte or is longer than 4096 bytes: no tree can hold it",
+                            crate::git::Repo::UNNAMEABLE,
                         )),
                     );
                 }

@@ -81,7 +81,7 @@ impl Repo {
         if let Some(p) = paths.iter().find(|p| !Self::nameable(p)) {
             return Err(Error::data(
                 &self.root.join(std::ffi::OsStr::from_bytes(p)),
-                "path holds a NUL byte or is longer than 4096 bytes: no tree can hold it",
+                Self::UNNAMEABLE,
             ));
         }
         // At most 256 paths (of at most 4096 bytes) per call: 1 MiB of
@@ -140,6 +140,10 @@ impl Repo {
         let stdin = child.stdin.take().expect("piped");
         Ok((child, stdin))
     }
+
+    /// Why a path that is not [`Repo::nameable`] is refused.
+    pub const UNNAMEABLE: &str =
+        "path holds a NUL byte or is longer than 4096 bytes: no tree can hold it";
 
     /// Whether `path` can be named to git on a command line: no NUL byte,
     /// and no longer than a path the filesystem could open (`PATH_MAX`).
@@ -252,10 +256,8 @@ mod tests {
         assert!(ok, "git {args:?}");
     }
 
-    /// A path git cannot be handed (a NUL byte, past PATH_MAX) is an error
-    /// that names it, not a failed spawn; many long paths fit the calls.
-    #[test]
-    fn entries_at_names_a_path_no_tree_can_hold() {
+    /// A repository whose one commit holds `a.txt` (`a\n`).
+    fn one_commit() -> (tempfile::TempDir, Repo) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         git(dir, &["init", "-q"]);
@@ -263,6 +265,14 @@ mod tests {
         git(dir, &["add", "a.txt"]);
         git(dir, &["commit", "-qm", "one"]);
         let repo = Repo::open(dir).unwrap();
+        (tmp, repo)
+    }
+
+    /// A path git cannot be handed (a NUL byte, past PATH_MAX) is an error
+    /// that names it, not a failed spawn; many long paths fit the calls.
+    #[test]
+    fn entries_at_names_a_path_no_tree_can_hold() {
+        let (_tmp, repo) = one_commit();
         for bad in [b"a\0b".to_vec(), vec![b'x'; 4097]] {
             let e = repo.entries_at("HEAD", &[b"a.txt", &bad]).unwrap_err();
             assert!(
@@ -284,13 +294,7 @@ mod tests {
     /// `a.txt\r` is not `a.txt`, and `HEAD:x` is no revision.
     #[test]
     fn read_at_refuses_what_git_would_read_as_something_else() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        git(dir, &["init", "-q"]);
-        std::fs::write(dir.join("a.txt"), b"a\n").unwrap();
-        git(dir, &["add", "a.txt"]);
-        git(dir, &["commit", "-qm", "one"]);
-        let repo = Repo::open(dir).unwrap();
+        let (_tmp, repo) = one_commit();
         assert_eq!(repo.read_at("HEAD", "a.txt").unwrap().unwrap(), b"a\n");
         for (rev, path) in [
             ("HEAD", "a.txt\r"),
