@@ -1,18 +1,22 @@
-//! A cgroup (v1 memory and pids controllers) for one test command, where
-//! this process may make one (root, with the v1 hierarchies mounted at
-//! `/sys/fs/cgroup/memory` and `/sys/fs/cgroup/pids`): the kernel then
-//! bounds everything the command's processes hold (anonymous and shared
-//! memory, tmpfs and ramfs pages, memfds however hidden, and the kernel
-//! memory charged to it) and how many tasks they run, exactly, where the
-//! host's sampling of `/proc` (`jail::accounting::Members`) can be outrun. The
-//! sampling stays as the second line, and the only one elsewhere (cgroup
-//! v2 needs a delegated subtree and a process of its own to move; see
-//! docs/design/threat-model.md, "Known limits").
+//! The test command's cgroups: where this process may make them, the
+//! kernel bounds everything the command's processes hold (anonymous and
+//! shared memory, tmpfs and ramfs pages, memfds however hidden, and the
+//! kernel memory charged to it) and how many tasks they run, exactly, where
+//! the host's sampling of `/proc` (`jail::accounting::Members`) can be
+//! outrun. The sampling stays as the second line, and the only one where no
+//! cgroup can be made (see docs/design/threat-model.md, "Known limits").
 //!
-//! The command's first process is born in the cgroup: the thread that
-//! forks it moves itself in first and back out after (v1 lets threads of
-//! one process sit in different cgroups, and a fork lands where its thread
-//! is), so nothing the command starts runs outside it for an instant.
+//! Each controller comes from the hierarchy that holds it: a v1 hierarchy
+//! mounted at `/sys/fs/cgroup/memory` or `/sys/fs/cgroup/pids` (as root),
+//! else the unified one (`v2`: root, or a delegated subtree).
+//!
+//! In v1 the command's first process is born in the cgroup: the thread
+//! that forks it moves itself in first and back out after (v1 lets threads
+//! of one process sit in different cgroups, and a fork lands where its
+//! thread is), so nothing the command starts runs outside it for an
+//! instant. v2 keeps a process's threads together, so there the first
+//! process is moved in before it runs anything of the command's
+//! ([`v2`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,13 +24,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const MEMORY_ROOT: &str = "/sys/fs/cgroup/memory";
 const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
 
+mod v2;
+pub(crate) use v2::{HELD, V2};
+
 /// One test command's cgroups; removed when dropped (once its processes
 /// are gone).
 pub(crate) struct Cgroup {
-    /// The memory cgroup and the one this process's threads belong to.
-    memory: (PathBuf, PathBuf),
-    /// The same for the pids controller, where it is mounted.
+    /// The v1 memory cgroup and the one this process's threads belong to.
+    memory: Option<(PathBuf, PathBuf)>,
+    /// The same for the v1 pids controller, where it is mounted.
     pids: Option<(PathBuf, PathBuf)>,
+    /// The v2 cgroup, for the controllers no v1 hierarchy holds.
+    v2: Option<v2::V2>,
 }
 
 /// This process's own cgroup in the v1 hierarchy mounted at `root` for
@@ -82,43 +91,75 @@ fn write(path: &Path, value: impl std::fmt::Display) -> std::io::Result<()> {
 }
 
 impl Cgroup {
-    /// A memory cgroup limited to `memory` bytes (swap included where it
-    /// is accounted) and, where the pids controller is mounted, `tasks`
-    /// tasks; `None` where this process cannot make one.
+    /// Cgroups limiting the command to `memory` bytes (swap included where
+    /// it is accounted) and `tasks` tasks, each controller from the
+    /// hierarchy that holds it; `None` where this process can make none.
     pub(crate) fn new(memory: u64, tasks: u64) -> Option<Cgroup> {
-        if !super::host_root() {
-            return None;
-        }
-        let parent = own(MEMORY_ROOT, "memory")?;
-        sweep(&parent);
-        let dir = child(&parent);
-        std::fs::create_dir(&dir).ok()?;
-        let mut made = Cgroup {
-            memory: (dir.clone(), parent),
-            pids: None,
-        };
-        write(&dir.join("memory.limit_in_bytes"), memory).ok()?;
-        let memsw = dir.join("memory.memsw.limit_in_bytes");
-        if memsw.exists() {
-            write(&memsw, memory).ok()?;
-        }
-        if let Some(parent) = own(PIDS_ROOT, "pids") {
+        let v1 = |root: &str, controller: &str| {
+            if !super::host_root() {
+                return None;
+            }
+            let parent = own(root, controller)?;
             sweep(&parent);
             let dir = child(&parent);
-            if std::fs::create_dir(&dir).is_ok() {
-                made.pids = Some((dir.clone(), parent));
-                write(&dir.join("pids.max"), tasks).ok()?;
+            std::fs::create_dir(&dir).ok()?;
+            Some((dir, parent))
+        };
+        let mut made = Cgroup {
+            memory: v1(MEMORY_ROOT, "memory"),
+            pids: v1(PIDS_ROOT, "pids"),
+            v2: None,
+        };
+        if let Some((dir, _)) = &made.memory {
+            let memsw = dir.join("memory.memsw.limit_in_bytes");
+            let set = write(&dir.join("memory.limit_in_bytes"), memory).and_then(|()| {
+                if memsw.exists() {
+                    write(&memsw, memory)
+                } else {
+                    Ok(())
+                }
+            });
+            if set.is_err() {
+                let _ = std::fs::remove_dir(dir);
+                made.memory = None;
             }
         }
-        Some(made)
+        if let Some((dir, _)) = &made.pids
+            && write(&dir.join("pids.max"), tasks).is_err()
+        {
+            let _ = std::fs::remove_dir(dir);
+            made.pids = None;
+        }
+        let wanted: Vec<&'static str> = v2::CONTROLLERS
+            .into_iter()
+            .filter(|c| match *c {
+                "memory" => made.memory.is_none(),
+                _ => made.pids.is_none(),
+            })
+            .collect();
+        if !wanted.is_empty() {
+            made.v2 = v2::V2::new(memory, tasks, &wanted);
+        }
+        (made.memory.is_some() || made.pids.is_some() || made.v2.is_some()).then_some(made)
+    }
+
+    /// The v1 cgroups: (the command's, this thread's own).
+    fn v1(&self) -> impl Iterator<Item = &(PathBuf, PathBuf)> {
+        self.memory.iter().chain(&self.pids)
+    }
+
+    /// The v2 cgroup, when one bounds the command: its first process must
+    /// be moved in (`V2::place`, `V2::pre_exec`) before it runs the
+    /// command.
+    pub(crate) fn v2(&self) -> Option<&v2::V2> {
+        self.v2.as_ref()
     }
 
     /// Runs `fork` with the calling thread in the cgroups, so that the
     /// process it starts is born in them, and moves the thread back.
     pub(crate) fn spawn_in<T>(&self, fork: impl FnOnce() -> T) -> std::io::Result<T> {
         let tid = nix::unistd::gettid().as_raw();
-        let groups: Vec<&(PathBuf, PathBuf)> =
-            std::iter::once(&self.memory).chain(&self.pids).collect();
+        let groups: Vec<&(PathBuf, PathBuf)> = self.v1().collect();
         for (dir, _) in &groups {
             write(&dir.join("tasks"), tid)?;
         }
@@ -130,12 +171,12 @@ impl Cgroup {
         back.map(|()| out)
     }
 
-    /// Moves the calling thread into the cgroups for good (a thread that
+    /// Moves the calling thread into the v1 cgroups for good (a thread that
     /// then drops root cannot move back; it must end before the cgroup is
     /// dropped).
     pub(crate) fn join(&self) -> std::io::Result<()> {
         let tid = nix::unistd::gettid().as_raw();
-        for (dir, _) in std::iter::once(&self.memory).chain(&self.pids) {
+        for (dir, _) in self.v1() {
             write(&dir.join("tasks"), tid)?;
         }
         Ok(())
@@ -146,22 +187,25 @@ impl Cgroup {
     /// a second has passed: a command's processes never outlive its run.
     pub(crate) fn kill_all(&self) {
         let me = std::process::id();
+        if let Some(v2) = &self.v2 {
+            v2.kill();
+        }
         for _ in 0..50 {
             let mut left = false;
-            for (dir, _) in std::iter::once(&self.memory).chain(&self.pids) {
-                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-                for pid in procs
+            let v1 = self.v1().flat_map(|(dir, _)| {
+                std::fs::read_to_string(dir.join("cgroup.procs"))
+                    .unwrap_or_default()
                     .split_whitespace()
                     .filter_map(|p| p.parse::<u32>().ok())
-                {
-                    if pid != me {
-                        left = true;
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(pid as i32),
-                            nix::sys::signal::Signal::SIGKILL,
-                        );
-                    }
-                }
+                    .collect::<Vec<_>>()
+            });
+            let members: Vec<u32> = v1.chain(self.v2.iter().flat_map(|c| c.members())).collect();
+            for pid in members.into_iter().filter(|&p| p != me) {
+                left = true;
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
             if !left {
                 return;
@@ -172,19 +216,22 @@ impl Cgroup {
 
     /// Whether the kernel killed a process of the cgroup for memory.
     pub(crate) fn oom_killed(&self) -> bool {
-        std::fs::read_to_string(self.memory.0.join("memory.oom_control"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
-            })
-            .is_some_and(|n| n > 0)
+        let v1 = self.memory.as_ref().is_some_and(|(dir, _)| {
+            std::fs::read_to_string(dir.join("memory.oom_control"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
+                })
+                .is_some_and(|n| n > 0)
+        });
+        v1 || self.v2.as_ref().is_some_and(|c| c.oom_killed())
     }
 }
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        for (dir, _) in std::iter::once(&self.memory).chain(&self.pids) {
+        for (dir, _) in self.v1() {
             // Its processes are dead by now; their exit can lag a little.
             for _ in 0..50 {
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {

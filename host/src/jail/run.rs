@@ -3,7 +3,7 @@
 //! output pumps, the wall clock, the memory and process caps, and the kill.
 
 use super::accounting::{Members, SysvWatch, kill_children};
-use super::cgroup::Cgroup;
+use super::cgroup::{Cgroup, HELD};
 use super::identity::{as_user, host_root};
 use super::pumps::Pumps;
 use super::*;
@@ -32,11 +32,11 @@ impl Jail<'_> {
         caps: &Caps,
         echo: bool,
     ) -> Result<Ran> {
-        // Only as host root, where the sandbox is made by a thread of the
-        // host user that joins the cgroup before it drops to that user.
-        let cgroup = self
-            .host_user
-            .and_then(|_| Cgroup::new(caps.memory, caps.max_procs));
+        // As host root the sandbox is made by a thread of the host user
+        // that joins the v1 cgroups before it drops to that user; a v2
+        // cgroup (root or delegated) takes the sandbox's first process
+        // before it runs the command (`run_here`).
+        let cgroup = Cgroup::new(caps.memory, caps.max_procs);
         // Started here, as this process's user: joining the sandbox's IPC
         // namespace needs root.
         let first = Arc::new(std::sync::atomic::AtomicU32::new(0));
@@ -70,21 +70,40 @@ impl Jail<'_> {
         // agent-ledger raises its own descriptor limit; the command gets a
         // usual one, not the hard limit.
         c.setrlimit(hakoniwa::Rlimit::Nofile, TEST_NOFILE, TEST_NOFILE);
-        let argv = in_new_session(&["/bin/sh".to_string(), "-c".into(), command.to_string()])?;
+        let mut argv = in_new_session(&["/bin/sh".to_string(), "-c".into(), command.to_string()])?;
+        let v2 = cgroup.and_then(Cgroup::v2);
+        if v2.is_some() {
+            // Held until it is in the v2 cgroup (`release_into`).
+            argv.splice(0..0, ["/bin/sh".to_string(), "-c".into(), HELD.into()]);
+        }
         let mut cmd = c.command(&argv[0]);
         cmd.args(&argv[1..])
             .current_dir(self.tree)
-            .stdin(dev_null().map_err(|e| Error::read(Path::new("/dev/null"), e))?)
             .stdout(hakoniwa::Stdio::piped())
             .stderr(hakoniwa::Stdio::piped());
+        match v2 {
+            Some(_) => cmd.stdin(hakoniwa::Stdio::piped()),
+            None => cmd.stdin(dev_null().map_err(|e| Error::read(Path::new("/dev/null"), e))?),
+        };
         for (k, v) in env {
             cmd.env(k, v);
         }
-        // Born in the cgroup, if any: this thread joined it (`as_user`).
+        // Born in the v1 cgroups, if any: this thread joined them
+        // (`as_user`).
         let mut child = cmd
             .spawn()
             .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
         first.store(child.id(), Ordering::Relaxed);
+        if let Some(v2) = v2
+            && let Err(e) = release_into(v2, child.id(), child.stdin.take())
+        {
+            kill_children(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Internal(format!(
+                "cannot put the test command in its cgroup: {e}"
+            )));
+        }
         let pumps = Pumps::start(
             caps.output_cap,
             echo,
@@ -184,6 +203,33 @@ pub(crate) struct Bounds<'a> {
     sysv: Option<SysvWatch>,
 }
 
+/// Moves the sandbox's first process (the one child of the sandbox's
+/// process `outer`, waiting in [`HELD`]) into `v2`, then tells it through
+/// `gate` (its standard input) to run the command.
+fn release_into(
+    v2: &super::cgroup::V2,
+    outer: u32,
+    gate: Option<impl std::io::Write>,
+) -> std::io::Result<()> {
+    let children = format!("/proc/{outer}/task/{outer}/children");
+    let start = Instant::now();
+    let first = loop {
+        let list = std::fs::read_to_string(&children)?;
+        if let Some(pid) = list.split_whitespace().next().and_then(|p| p.parse().ok()) {
+            break pid;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            return Err(std::io::Error::other(
+                "the sandbox's first process did not start",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    v2.place(first)?;
+    let mut gate = gate.ok_or_else(|| std::io::Error::other("no pipe to the sandbox"))?;
+    gate.write_all(b"go\n")
+}
+
 /// Runs `fork` in `cgroup` when there is one.
 pub(crate) fn in_cgroup<T>(cgroup: Option<&Cgroup>, fork: impl FnOnce() -> T) -> Result<T> {
     match cgroup {
@@ -215,6 +261,10 @@ pub(crate) fn run_unsandboxed(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let cgroup = Cgroup::new(caps.memory, caps.max_procs);
+    if let Some(v2) = cgroup.as_ref().and_then(Cgroup::v2) {
+        // SAFETY: the hook only makes one `write(2)` system call.
+        unsafe { cmd.pre_exec(v2.pre_exec()) };
+    }
     let mut child = in_cgroup(cgroup.as_ref(), || cmd.spawn())?
         .map_err(|e| Error::Internal(format!("cannot run the test command: {e}")))?;
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
@@ -315,6 +365,40 @@ mod tests {
         assert_eq!(stopped, Some(Stopped::OutputCap));
         let (_, stdout, _) = pumps.finish();
         assert_eq!(stdout.len(), 100, "kept up to the cap");
+    }
+
+    #[test]
+    fn the_held_process_is_moved_before_it_runs_the_command() {
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let procs = dir.path().join("cgroup.procs");
+        let v2 = super::super::cgroup::V2::standing_in(
+            dir.path(),
+            std::fs::File::create(&procs).unwrap(),
+        );
+        // As in the sandbox: an outer process whose one child waits in
+        // HELD, then becomes the command (which reports its pid, and what
+        // the stand-in cgroup held when it ran).
+        let script = format!(
+            "/bin/sh -c '{HELD}' /bin/sh -c 'echo $$; cat {}'; true",
+            procs.display()
+        );
+        let mut outer = Command::new("/bin/sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let gate = outer.stdin.take();
+        release_into(&v2, outer.id(), gate).unwrap();
+        let out = outer.wait_with_output().unwrap();
+        let out = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert_eq!(
+            lines[0], lines[1],
+            "the command's own pid was moved, before it ran: {out}"
+        );
     }
 
     #[test]
