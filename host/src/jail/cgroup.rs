@@ -200,7 +200,9 @@ impl Cgroup {
                     .collect::<Vec<_>>()
             });
             let members: Vec<u32> = v1.chain(self.v2.iter().flat_map(|c| c.members())).collect();
-            for pid in members.into_iter().filter(|&p| p != me) {
+            // 0 stands for a member this process's PID namespace cannot
+            // see (or one past its exit): kill(0) would be our own group.
+            for pid in members.into_iter().filter(|&p| p != 0 && p != me) {
                 left = true;
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid as i32),

@@ -94,6 +94,7 @@ impl Jail<'_> {
             .spawn()
             .map_err(|e| Error::Internal(format!("cannot start the test command: {e}")))?;
         first.store(child.id(), Ordering::Relaxed);
+        // Where the sandbox ended first, its status below says why.
         if let Some(v2) = v2
             && let Err(e) = release_into(v2, child.id(), child.stdin.take())
         {
@@ -205,19 +206,30 @@ pub(crate) struct Bounds<'a> {
 
 /// Moves the sandbox's first process (the one child of the sandbox's
 /// process `outer`, waiting in [`HELD`]) into `v2`, then tells it through
-/// `gate` (its standard input) to run the command.
+/// `gate` (its standard input) to run the command. `Ok(false)`: the
+/// sandbox ended before that (its status says why), and nothing of the
+/// command ran.
 fn release_into(
     v2: &super::cgroup::V2,
     outer: u32,
     gate: Option<impl std::io::Write>,
-) -> std::io::Result<()> {
+) -> std::io::Result<bool> {
     let children = format!("/proc/{outer}/task/{outer}/children");
     let start = Instant::now();
     let first = loop {
-        let list = std::fs::read_to_string(&children)?;
-        if let Some(pid) = list.split_whitespace().next().and_then(|p| p.parse().ok()) {
+        let list = std::fs::read_to_string(&children);
+        if let Some(pid) = list
+            .as_deref()
+            .ok()
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|p| p.parse().ok())
+        {
             break pid;
         }
+        if ended(outer) {
+            return Ok(false);
+        }
+        list?;
         if start.elapsed() > Duration::from_secs(10) {
             return Err(std::io::Error::other(
                 "the sandbox's first process did not start",
@@ -225,9 +237,24 @@ fn release_into(
         }
         std::thread::sleep(Duration::from_millis(1));
     };
-    v2.place(first)?;
+    if let Err(e) = v2.place(first) {
+        return if ended(first) { Ok(false) } else { Err(e) };
+    }
     let mut gate = gate.ok_or_else(|| std::io::Error::other("no pipe to the sandbox"))?;
-    gate.write_all(b"go\n")
+    match gate.write_all(b"go\n") {
+        // No reader: it ended without the word.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        r => r.map(|()| true),
+    }
+}
+
+/// Whether process `pid` has ended (gone, or a zombie).
+fn ended(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some(s) if s != 'Z' && s != 'X')
 }
 
 /// Runs `fork` in `cgroup` when there is one.
@@ -262,8 +289,11 @@ pub(crate) fn run_unsandboxed(
         .stderr(std::process::Stdio::piped());
     let cgroup = Cgroup::new(caps.memory, caps.max_procs);
     if let Some(v2) = cgroup.as_ref().and_then(Cgroup::v2) {
+        let hook = v2.pre_exec().map_err(|e| {
+            Error::Internal(format!("cannot put the test command in its cgroup: {e}"))
+        })?;
         // SAFETY: the hook only makes one `write(2)` system call.
-        unsafe { cmd.pre_exec(v2.pre_exec()) };
+        unsafe { cmd.pre_exec(hook) };
     }
     let mut child = in_cgroup(cgroup.as_ref(), || cmd.spawn())?
         .map_err(|e| Error::Internal(format!("cannot run the test command: {e}")))?;
@@ -293,8 +323,11 @@ pub(crate) fn run_unsandboxed(
         caps,
     )?;
     // What it left behind in its group goes too (a process that made its
-    // own session escapes this: that is what the sandbox is for).
+    // own session escapes this, but not its cgroup, where there is one).
     kill_group();
+    if let Some(c) = &cgroup {
+        c.kill_all();
+    }
     let (completion_ids, stdout, stderr) = pumps.finish();
     if stopped.is_none() && cgroup.as_ref().is_some_and(|c| c.oom_killed()) {
         stopped = Some(Stopped::MemoryCap);
@@ -390,7 +423,7 @@ mod tests {
             .spawn()
             .unwrap();
         let gate = outer.stdin.take();
-        release_into(&v2, outer.id(), gate).unwrap();
+        assert!(release_into(&v2, outer.id(), gate).unwrap());
         let out = outer.wait_with_output().unwrap();
         let out = String::from_utf8(out.stdout).unwrap();
         let lines: Vec<&str> = out.lines().collect();
@@ -399,6 +432,24 @@ mod tests {
             lines[0], lines[1],
             "the command's own pid was moved, before it ran: {out}"
         );
+    }
+
+    #[test]
+    fn a_sandbox_that_ends_before_its_first_process_is_released_is_reported_as_such() {
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let v2 = super::super::cgroup::V2::standing_in(
+            dir.path(),
+            std::fs::File::create(dir.path().join("cgroup.procs")).unwrap(),
+        );
+        let mut outer = Command::new("/bin/sh")
+            .args(["-c", "exit 3"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let gate = outer.stdin.take();
+        assert!(!release_into(&v2, outer.id(), gate).unwrap());
+        assert_eq!(outer.wait().unwrap().code(), Some(3));
     }
 
     #[test]

@@ -10,14 +10,15 @@
 //! its parent to move it ([`V2::place`], [`HELD`]) before it execs the
 //! command. Either way everything the command starts is born inside.
 //!
-//! Where: the nearest cgroup at or above this process's own whose children
-//! get the memory or pids controller (`cgroup.subtree_control`) and where
-//! this process may make one (root, or a delegated subtree); or else this
-//! process's own cgroup when it is delegated to us and holds nothing but
-//! this process (`systemd-run --scope -p Delegate=yes`, a container's only
-//! process): this process moves into a leaf of its own below it and enables
-//! the controllers for its children, as v2's rule that only leaves hold
-//! processes asks. Nothing else is moved and no other cgroup is changed.
+//! Where: below the cgroup the operator names in `AGENT_LEDGER_CGROUP`
+//! (the GitHub Action sets it); else below this process's own cgroup, when
+//! that is the hierarchy's root or is delegated to this user and holds this
+//! process alone (`systemd-run --scope -p Delegate=yes`, a container's only
+//! process): this process then moves into a leaf of its own below it and
+//! enables the controllers for its children, as v2's rule that only leaves
+//! hold processes asks. Never above its own cgroup, so a limit set there
+//! keeps bounding the command; nothing else is moved and no other cgroup is
+//! changed.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -125,9 +126,64 @@ fn delegated(dir: &Path, wanted: &[&'static str]) -> Vec<&'static str> {
         .collect()
 }
 
+/// The variable naming the cgroup to make the test command's cgroups in
+/// (one that hands memory or pids to its children and that this user may
+/// write), instead of this process's own.
+pub(crate) const PARENT_VAR: &str = "AGENT_LEDGER_CGROUP";
+
+/// This process's delegation of its own cgroup, once made: the leaf it
+/// moved into, the cgroup (its former own) and what that hands down. Held
+/// while a parent is chosen, so two trials of one batch delegate once.
+static DELEGATED: std::sync::Mutex<Option<(PathBuf, PathBuf, Vec<&'static str>)>> =
+    std::sync::Mutex::new(None);
+
+/// Where the command's cgroup goes, and which of `wanted` it gets there:
+/// `explicit` (the operator's [`PARENT_VAR`]) when given; else this
+/// process's own cgroup `own` (in the hierarchy mounted at `mnt`), when it
+/// hands any of them down (only the root cgroup can, holding processes) or
+/// can be made to ([`V2::delegate_own`]). Never above `own`: a limit the
+/// operator set there (`systemd-run -p MemoryMax=`, a container's) keeps
+/// bounding the command.
+fn parent(
+    mnt: &Path,
+    own: &Path,
+    explicit: Option<&Path>,
+    wanted: &[&'static str],
+) -> Option<(PathBuf, Vec<&'static str>)> {
+    let inside = |p: &Path| {
+        p.is_absolute()
+            && p.starts_with(mnt)
+            && !p
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+    };
+    if let Some(p) = explicit {
+        let controllers = delegated(p, wanted);
+        return (inside(p) && !controllers.is_empty()).then(|| (p.to_path_buf(), controllers));
+    }
+    let mut done = DELEGATED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((leaf, parent, controllers)) = done.as_ref()
+        && leaf == own
+    {
+        let controllers: Vec<_> = controllers
+            .iter()
+            .copied()
+            .filter(|c| wanted.contains(c))
+            .collect();
+        return (!controllers.is_empty()).then(|| (parent.clone(), controllers));
+    }
+    let controllers = delegated(own, wanted);
+    if !controllers.is_empty() {
+        return Some((own.to_path_buf(), controllers));
+    }
+    let (leaf, controllers) = V2::delegate_own(own, wanted)?;
+    *done = Some((leaf, own.to_path_buf(), controllers.clone()));
+    Some((own.to_path_buf(), controllers))
+}
+
 impl V2 {
     /// A cgroup bounding `wanted` (among [`CONTROLLERS`]): `memory` bytes
-    /// of memory (no swap beyond it; the whole cgroup killed on OOM) and
+    /// of memory (no swap beyond it; `memory.oom.group` set) and
     /// `tasks` tasks; `None` where this process cannot make one.
     pub(crate) fn new(memory: u64, tasks: u64, wanted: &[&'static str]) -> Option<V2> {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -139,13 +195,19 @@ impl V2 {
             return None;
         }
         let table = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        Self::in_tree(
-            &m.point,
-            &own(&m.point, &m.root, &table)?,
-            memory,
-            tasks,
-            wanted,
-        )
+        let own = own(&m.point, &m.root, &table)?;
+        let explicit = std::env::var_os(PARENT_VAR).map(PathBuf::from);
+        let made = Self::in_tree(&m.point, &own, explicit.as_deref(), memory, tasks, wanted);
+        if made.is_none()
+            && let Some(p) = &explicit
+        {
+            eprintln!(
+                "warning: {PARENT_VAR}={}: no cgroup for the test command could be made there (it must be a cgroup in {} that hands memory or pids to its children and that this user may write); its caps are sampled",
+                p.display(),
+                m.point.display()
+            );
+        }
+        made
     }
 
     /// [`V2::new`] in the hierarchy mounted at `mnt`, for a process whose
@@ -153,16 +215,25 @@ impl V2 {
     pub(super) fn in_tree(
         mnt: &Path,
         own: &Path,
+        explicit: Option<&Path>,
         memory: u64,
         tasks: u64,
         wanted: &[&'static str],
     ) -> Option<V2> {
-        let (dir, controllers) = Self::make(mnt, own, wanted)?;
+        let (parent, controllers) = parent(mnt, own, explicit, wanted)?;
+        super::sweep(&parent);
+        let dir = super::child(&parent);
+        std::fs::create_dir(&dir).ok()?;
         let made = |procs| V2 {
             dir: dir.clone(),
             procs,
         };
         let limits = || -> std::io::Result<File> {
+            // No cgroup below it: what the command could make there (from
+            // a cgroup namespace of its own) would outlive the kill and
+            // the removal. Not writable from inside its namespace.
+            super::write(&dir.join("cgroup.max.descendants"), 0)?;
+            super::write(&dir.join("cgroup.max.depth"), 0)?;
             if controllers.contains(&"memory") {
                 super::write(&dir.join("memory.max"), memory)?;
                 let swap = dir.join("memory.swap.max");
@@ -194,39 +265,11 @@ impl V2 {
         }
     }
 
-    /// A fresh cgroup for the command and the controllers it has among
-    /// `wanted`, below the first of `own`'s ancestors (itself included, up
-    /// to `mnt`) that hands any of them to its children, or below `own`
-    /// made into such a parent.
-    fn make(
-        mnt: &Path,
-        own: &Path,
-        wanted: &[&'static str],
-    ) -> Option<(PathBuf, Vec<&'static str>)> {
-        for dir in own.ancestors().take_while(|d| d.starts_with(mnt)) {
-            let controllers = delegated(dir, wanted);
-            if controllers.is_empty() {
-                continue;
-            }
-            super::sweep(dir);
-            let child = super::child(dir);
-            if std::fs::create_dir(&child).is_ok() {
-                return Some((child, controllers));
-            }
-            // Not ours to write (EACCES, a read-only cgroupfs).
-            break;
-        }
-        let controllers = Self::delegate_own(own, wanted)?;
-        let child = super::child(own);
-        std::fs::create_dir(&child).ok()?;
-        Some((child, controllers))
-    }
-
     /// Makes `own` hand `wanted` to its children, where it holds this
     /// process alone and is ours to write: this process moves into a leaf
     /// below it first (only leaves may hold processes). Returns what it
     /// hands down.
-    fn delegate_own(own: &Path, wanted: &[&'static str]) -> Option<Vec<&'static str>> {
+    fn delegate_own(own: &Path, wanted: &[&'static str]) -> Option<(PathBuf, Vec<&'static str>)> {
         let me = std::process::id();
         let procs = std::fs::read_to_string(own.join("cgroup.procs")).ok()?;
         if procs.split_whitespace().collect::<Vec<_>>() != [me.to_string()] {
@@ -241,7 +284,6 @@ impl V2 {
         if controllers.is_empty() {
             return None;
         }
-        super::sweep(own);
         let leaf = own.join(format!("agent-ledger-{me}-self"));
         if std::fs::create_dir(&leaf).is_err() && !leaf.is_dir() {
             return None;
@@ -253,7 +295,7 @@ impl V2 {
             .join(" ");
         let moved = super::write(&leaf.join("cgroup.procs"), me).is_ok();
         if moved && super::write(&own.join("cgroup.subtree_control"), &enable).is_ok() {
-            return Some(controllers);
+            return Some((leaf, controllers));
         }
         if moved {
             let _ = super::write(&own.join("cgroup.procs"), me);
@@ -279,11 +321,13 @@ impl V2 {
 
     /// What a forked child runs before it execs (`CommandExt::pre_exec`):
     /// it moves itself into the cgroup, so the command is born there. Only
-    /// a `write(2)` on a descriptor opened before the fork: safe between
-    /// fork and exec.
-    pub(crate) fn pre_exec(&self) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
-        let fd = self.procs.as_raw_fd();
-        move || write_once(fd, b"0")
+    /// a `write(2)` on a descriptor (its own copy, opened before the fork):
+    /// safe between fork and exec.
+    pub(crate) fn pre_exec(
+        &self,
+    ) -> std::io::Result<impl FnMut() -> std::io::Result<()> + Send + Sync + 'static> {
+        let procs = self.procs.try_clone()?;
+        Ok(move || write_once(procs.as_raw_fd(), b"0"))
     }
 
     /// The processes in the cgroup.
@@ -336,7 +380,8 @@ fn write_once(fd: std::os::fd::RawFd, bytes: &[u8]) -> std::io::Result<()> {
     match n {
         n if n < 0 => Err(std::io::Error::last_os_error()),
         n if n as usize == bytes.len() => Ok(()),
-        _ => Err(std::io::Error::other("short write to cgroup.procs")),
+        // Not `Error::other`: nothing may allocate between fork and exec.
+        _ => Err(std::io::ErrorKind::WriteZero.into()),
     }
 }
 

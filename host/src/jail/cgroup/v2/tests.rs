@@ -65,21 +65,26 @@ fn read(path: &Path) -> String {
 }
 
 #[test]
-fn the_cgroup_is_made_below_the_nearest_parent_that_hands_down_the_controllers() {
+fn the_cgroup_is_made_in_the_named_parent_and_never_above_this_process_own() {
     let root = tree(&[
         ("", "cpu memory pids"),
         ("system.slice", "memory pids"),
         ("system.slice/runner.service", ""),
     ]);
     let own = root.path().join("system.slice/runner.service");
-    std::fs::write(root.path().join("system.slice/memory.swap.max"), "max").unwrap();
-    let cg = V2::in_tree(root.path(), &own, 200 << 20, 64, &CONTROLLERS).unwrap();
-    assert_eq!(
-        cg.dir.parent(),
-        Some(root.path().join("system.slice").as_path())
-    );
+    std::fs::write(own.join("cgroup.procs"), "1\n").unwrap();
+    // Its parent hands memory and pids down, but a limit set there (or on
+    // its own cgroup) must keep bounding the command: no cgroup is made.
+    assert!(V2::in_tree(root.path(), &own, None, 1 << 30, 64, &CONTROLLERS).is_none());
+
+    let slice = root.path().join("system.slice");
+    let cg = V2::in_tree(root.path(), &own, Some(&slice), 200 << 20, 64, &CONTROLLERS).unwrap();
+    assert_eq!(cg.dir.parent(), Some(slice.as_path()));
     assert_eq!(read(&cg.dir.join("memory.max")), (200u64 << 20).to_string());
     assert_eq!(read(&cg.dir.join("pids.max")), "64");
+    // Nothing can be made below it, from any namespace.
+    assert_eq!(read(&cg.dir.join("cgroup.max.descendants")), "0");
+    assert_eq!(read(&cg.dir.join("cgroup.max.depth")), "0");
     // A plain directory has no memory.swap.max; a cgroupfs's is set to 0.
     assert!(!cg.dir.join("memory.swap.max").exists());
     let dir = cg.dir.clone();
@@ -91,9 +96,17 @@ fn the_cgroup_is_made_below_the_nearest_parent_that_hands_down_the_controllers()
     assert!(!dir.exists(), "removed when dropped");
 
     // Only what is wanted (pids, where a v1 hierarchy holds memory).
-    let cg = V2::in_tree(root.path(), &own, 200 << 20, 64, &["pids"]).unwrap();
+    let cg = V2::in_tree(root.path(), &own, Some(&slice), 200 << 20, 64, &["pids"]).unwrap();
     assert!(!cg.dir.join("memory.max").exists());
     assert_eq!(read(&cg.dir.join("pids.max")), "64");
+
+    // A named parent outside the hierarchy, or that hands nothing down.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("cgroup.subtree_control"), "memory").unwrap();
+    assert!(V2::in_tree(root.path(), &own, Some(outside.path()), 1, 1, &CONTROLLERS).is_none());
+    assert!(V2::in_tree(root.path(), &own, Some(&own), 1, 1, &CONTROLLERS).is_none());
+    let sneaky = root.path().join("system.slice/../system.slice");
+    assert!(V2::in_tree(root.path(), &own, Some(&sneaky), 1, 1, &CONTROLLERS).is_none());
 }
 
 #[test]
@@ -103,7 +116,7 @@ fn a_delegated_cgroup_holding_this_process_alone_hands_the_controllers_down() {
     let me = std::process::id();
     std::fs::write(own.join("cgroup.procs"), format!("{me}\n")).unwrap();
     std::fs::write(own.join("cgroup.controllers"), "cpu pids").unwrap();
-    let cg = V2::in_tree(root.path(), &own, 1 << 30, 32, &CONTROLLERS).unwrap();
+    let cg = V2::in_tree(root.path(), &own, None, 1 << 30, 32, &CONTROLLERS).unwrap();
     // This process moved into a leaf of its own; the scope hands pids (not
     // memory, which it does not have) to its children, the command's one.
     let leaf = own.join(format!("agent-ledger-{me}-self"));
@@ -112,6 +125,11 @@ fn a_delegated_cgroup_holding_this_process_alone_hands_the_controllers_down() {
     assert_eq!(cg.dir.parent(), Some(own.as_path()));
     assert_eq!(read(&cg.dir.join("pids.max")), "32");
     assert!(!cg.dir.join("memory.max").exists());
+    // The next trial of this process, now in the leaf, uses the same
+    // parent (not the leaf, not above it).
+    let next = V2::in_tree(root.path(), &leaf, None, 1 << 30, 16, &CONTROLLERS).unwrap();
+    assert_eq!(next.dir.parent(), Some(own.as_path()));
+    assert_ne!(next.dir, cg.dir);
 }
 
 #[test]
@@ -124,7 +142,7 @@ fn a_cgroup_shared_with_other_processes_is_left_alone() {
     )
     .unwrap();
     std::fs::write(own.join("cgroup.controllers"), "memory pids").unwrap();
-    assert!(V2::in_tree(root.path(), &own, 1 << 30, 32, &CONTROLLERS).is_none());
+    assert!(V2::in_tree(root.path(), &own, None, 1 << 30, 32, &CONTROLLERS).is_none());
     assert_eq!(
         read(&own.join("cgroup.subtree_control")),
         "",
