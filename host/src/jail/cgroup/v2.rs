@@ -127,8 +127,9 @@ fn delegated(dir: &Path, wanted: &[&'static str]) -> Vec<&'static str> {
 }
 
 /// The variable naming the cgroup to make the test command's cgroups in
-/// (one that hands memory or pids to its children and that this user may
-/// write), instead of this process's own.
+/// (one that hands memory or pids to its children, that this user may
+/// write and that holds this process's own cgroup below it), instead of
+/// this process's own.
 pub(crate) const PARENT_VAR: &str = "AGENT_LEDGER_CGROUP";
 
 /// This process's delegation of its own cgroup, once made: the leaf it
@@ -158,8 +159,13 @@ fn parent(
                 .any(|c| matches!(c, std::path::Component::ParentDir))
     };
     if let Some(p) = explicit {
+        // Checked before anything under it is read. This process must be
+        // inside it: a move needs the common ancestor's `cgroup.procs`.
+        if !inside(p) || !own.starts_with(p) || own == p {
+            return None;
+        }
         let controllers = delegated(p, wanted);
-        return (inside(p) && !controllers.is_empty()).then(|| (p.to_path_buf(), controllers));
+        return (!controllers.is_empty()).then(|| (p.to_path_buf(), controllers));
     }
     let mut done = DELEGATED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((leaf, parent, controllers)) = done.as_ref()
@@ -198,11 +204,14 @@ impl V2 {
         let own = own(&m.point, &m.root, &table)?;
         let explicit = std::env::var_os(PARENT_VAR).map(PathBuf::from);
         let made = Self::in_tree(&m.point, &own, explicit.as_deref(), memory, tasks, wanted);
+        static WARNED: std::sync::Once = std::sync::Once::new();
         if made.is_none()
             && let Some(p) = &explicit
+            && !WARNED.is_completed()
         {
+            WARNED.call_once(|| ());
             eprintln!(
-                "warning: {PARENT_VAR}={}: no cgroup for the test command could be made there (it must be a cgroup in {} that hands memory or pids to its children and that this user may write); its caps are sampled",
+                "warning: {PARENT_VAR}={}: no cgroup for the test command could be made there (it must be a cgroup in {} that hands memory or pids to its children, that this user may write and that holds this process's own, in a leaf below it); its caps are sampled",
                 p.display(),
                 m.point.display()
             );

@@ -105,6 +105,12 @@ fn the_cgroup_is_made_in_the_named_parent_and_never_above_this_process_own() {
     std::fs::write(outside.path().join("cgroup.subtree_control"), "memory").unwrap();
     assert!(V2::in_tree(root.path(), &own, Some(outside.path()), 1, 1, &CONTROLLERS).is_none());
     assert!(V2::in_tree(root.path(), &own, Some(&own), 1, 1, &CONTROLLERS).is_none());
+    // One that does not hold this process's own cgroup: no move could
+    // reach it.
+    let other = root.path().join("other.slice");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("cgroup.subtree_control"), "memory pids").unwrap();
+    assert!(V2::in_tree(root.path(), &own, Some(&other), 1, 1, &CONTROLLERS).is_none());
     let sneaky = root.path().join("system.slice/../system.slice");
     assert!(V2::in_tree(root.path(), &own, Some(&sneaky), 1, 1, &CONTROLLERS).is_none());
 }
