@@ -63,7 +63,10 @@ pub struct TestLimits {
     pub test_output_cap: Option<u64>,
     /// Kill the test command once its processes together hold more than
     /// this many MiB (anonymous memory plus its private `/tmp` and
-    /// `/dev/shm`; the trial is then not `review`) [default: 4096].
+    /// `/dev/shm`; the trial is then not `review`) [default: 4096]. Exact
+    /// (a cgroup) where one can be made: as root, or in a cgroup v2
+    /// subtree delegated to this user (`AGENT_LEDGER_CGROUP`); else
+    /// sampled every 100 ms.
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
     pub test_memory: Option<u64>,
     /// At most this many processes and threads of the test command at
