@@ -30,12 +30,9 @@ fn main() {
         std::process::exit(ExitCode::Sysexit(Sysexit::Usage).code());
     }
     raise_descriptor_limit();
-    // Parallel walks (the lock scan) recurse a frame per directory level,
-    // up to `lock::MAX_DEPTH`: the same stack as the main thread's, never
-    // rayon's 2 MiB default. Reserved, not touched, until used.
-    let _ = rayon::ThreadPoolBuilder::new()
-        .stack_size(8 << 20)
-        .build_global();
+    // No thread may start here: `check`, `replay` and `verify --replay`
+    // enter a new user namespace first thing, which the kernel refuses to a
+    // process with more than one (`netns::isolate`).
     // A caller that asked for JSON gets one JSON document on stdout even
     // when the command fails (the message stays on stderr too).
     let json = agent_ledger::output::json_requested(std::env::args_os().skip(1));

@@ -323,6 +323,37 @@ fn without_network_isolation(command: std::process::Command) -> Output {
     run_command(outer, &[], None)
 }
 
+// As a user other than root, the replay enters its network namespace
+// inside a new user namespace, which the kernel refuses to a process that
+// has started a thread: a thread pool built at start-up made every
+// non-root `check` "not isolated" (and exit 70 under CI).
+#[test]
+fn a_replay_run_by_a_user_other_than_root_is_isolated() {
+    let repo = DemoRepo::new();
+    repo.capture("r", "good");
+    let cache = cache_dir();
+    let mut c = command(repo.path());
+    c.args(["check", "--run", "r", "--base", &repo.base, "--cache-dir"])
+        .arg(&cache)
+        .env("CI", "true");
+    // uid 1000 in a user namespace of its own: not root, as on a CI runner.
+    let mut outer = std::process::Command::new("unshare");
+    outer
+        .args(["--user", "--map-user=1000", "--map-group=1000"])
+        .arg(c.get_program())
+        .args(c.get_args())
+        .current_dir(c.get_current_dir().unwrap());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => outer.env(k, v),
+            None => outer.env_remove(k),
+        };
+    }
+    let out = run_command(outer, &[], None);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(repo.properties("r")["network"], "isolated");
+}
+
 // When replay's network isolation lapsed, the terminal still printed
 // `review` and only the JSON record said so (issue 21 item 12).
 #[test]
