@@ -127,20 +127,7 @@ impl Cli {
             _ => false,
         };
         if replays {
-            let status = crate::netns::isolate();
-            if !status.is_isolated() {
-                let when = self
-                    .network_isolation
-                    .unwrap_or_else(NetworkIsolation::default_here);
-                if when == NetworkIsolation::Required {
-                    return Err(Error::Internal(format!(
-                        "this replay cannot leave the network ({status}); `--network-isolation preferred` goes on without (plugins and the test command keep their own sandboxes), or run where user namespaces are allowed"
-                    )));
-                }
-                eprintln!(
-                    "warning: this replay is {status}; plugins and the test command keep their own sandboxes, and the record says so"
-                );
-            }
+            leave_network(self.network_isolation)?;
         }
         match self.command {
             Command::Capture(cmd) => cmd.execute(ledger),
@@ -166,7 +153,7 @@ impl Cli {
                 cmd.execute()
             }
             Command::Pack(cmd) => cmd.execute(ledger),
-            Command::Batch(cmd) => cmd.execute(ledger),
+            Command::Batch(cmd) => cmd.execute(ledger, self.network_isolation),
             Command::Init(cmd) => cmd.execute(ledger),
             Command::Merge(cmd) => {
                 refuse("merge (it names its ledgers with --into and SRC)")?;
@@ -191,6 +178,26 @@ impl Cli {
             }
         }
     }
+}
+
+/// A replay leaves every network before it reads an input (see `netns`):
+/// where the kernel refuses, `required` (the default under `$CI`) stops
+/// with exit 70, `preferred` goes on with a warning, and the record says
+/// so either way. Must run while the process has one thread.
+pub fn leave_network(when: Option<NetworkIsolation>) -> Result<()> {
+    let status = crate::netns::isolate();
+    if !status.is_isolated() {
+        let when = when.unwrap_or_else(NetworkIsolation::default_here);
+        if when == NetworkIsolation::Required {
+            return Err(Error::Internal(format!(
+                "this replay cannot leave the network ({status}); `--network-isolation preferred` goes on without (plugins and the test command keep their own sandboxes), or run where user namespaces are allowed"
+            )));
+        }
+        eprintln!(
+            "warning: this replay is {status}; plugins and the test command keep their own sandboxes, and the record says so"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

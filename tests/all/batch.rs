@@ -80,6 +80,46 @@ fn batch(dir: &Path, ledger: &Path, manifest: &Path, extra: &[&str]) -> Output {
     run(dir, &args)
 }
 
+// A batch left the network without `check`'s policy: where the kernel
+// refused, it went on silently under CI; and on a terminal its progress
+// bar's thread, started first, made every non-root batch unisolated.
+#[test]
+fn a_batch_leaves_the_network_as_check_does() {
+    let repo = DemoRepo::new();
+    let scratch = tempdir();
+    let manifest = manifest(scratch.path(), &repo, &[("good", "patches/good.diff")], &[]);
+    let cache = cache_dir();
+    let batch = |ledger: &Path| {
+        let mut c = command(scratch.path());
+        c.arg("--ledger")
+            .arg(ledger)
+            .args(["batch", "--manifest-root"])
+            .arg(fixtures())
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .env("CI", "true");
+        c
+    };
+    let a = scratch.path().join("a");
+    let out = run_command(as_unprivileged(&batch(&a)), &[], None);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let props: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("properties/good.json")).unwrap()).unwrap();
+    assert_eq!(props["network"], "isolated");
+
+    let b = scratch.path().join("b");
+    let out = crate::hardening::without_network_isolation(batch(&b));
+    assert_eq!(out.code, 70, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("cannot leave the network"),
+        "{}",
+        out.stderr
+    );
+    assert!(!b.join("properties/good.json").exists());
+}
+
 const TRIALS: &[(&str, &str)] = &[
     ("good", "patches/good.diff"),
     ("deletes", "patches/deletes-test.diff"),
@@ -665,8 +705,15 @@ fn a_batch_on_a_terminal_shows_its_progress_and_without_one_a_line_per_trial() {
             cache.display().to_string(),
         ]
     };
-    // A pseudo-terminal from util-linux `script`: what a person sees.
-    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_agent-ledger").to_string())
+    // A pseudo-terminal from util-linux `script`: what a person sees; as a
+    // user other than root under CI, so the bar's own thread must not
+    // start before the batch leaves the network.
+    let quoted: Vec<String> = ["unshare", "--user", "--map-user=1000", "--map-group=1000"]
+        .into_iter()
+        .map(str::to_string)
+        .chain(std::iter::once(
+            env!("CARGO_BIN_EXE_agent-ledger").to_string(),
+        ))
         .chain(args(&scratch.path().join("tty")))
         .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
         .collect();
@@ -674,6 +721,7 @@ fn a_batch_on_a_terminal_shows_its_progress_and_without_one_a_line_per_trial() {
         .args(["-qec", &quoted.join(" "), "/dev/null"])
         .current_dir(repo.path())
         .env("COLUMNS", "200")
+        .env("CI", "true")
         .output()
         .unwrap();
     let screen = String::from_utf8_lossy(&out.stdout);
@@ -687,6 +735,11 @@ fn a_batch_on_a_terminal_shows_its_progress_and_without_one_a_line_per_trial() {
         screen.contains("review") && screen.contains("reject"),
         "{screen}"
     );
+    let props: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(scratch.path().join("tty/properties/good.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(props["network"], "isolated");
     // No terminal: one plain line per trial, no bar.
     let plain_args = args(&scratch.path().join("plain"));
     let plain: Vec<&str> = plain_args.iter().map(String::as_str).collect();

@@ -315,7 +315,7 @@ fn capture_outside_a_repository_writes_nothing() {
 /// (its parent allows one child, which it is), so the replay's own
 /// network namespace is refused: what most containers and Ubuntu 24.04's
 /// runners do.
-fn without_network_isolation(command: std::process::Command) -> Output {
+pub(crate) fn without_network_isolation(command: std::process::Command) -> Output {
     let outer = in_user_namespace(
         r#"echo 1 > /proc/sys/user/max_user_namespaces && exec unshare --user --map-user=1000 --map-group=1000 "$@""#,
         &command,
@@ -336,19 +336,7 @@ fn a_replay_run_by_a_user_other_than_root_is_isolated() {
     c.args(["check", "--run", "r", "--base", &repo.base, "--cache-dir"])
         .arg(&cache)
         .env("CI", "true");
-    // uid 1000 in a user namespace of its own: not root, as on a CI runner.
-    let mut outer = std::process::Command::new("unshare");
-    outer
-        .args(["--user", "--map-user=1000", "--map-group=1000"])
-        .arg(c.get_program())
-        .args(c.get_args())
-        .current_dir(c.get_current_dir().unwrap());
-    for (k, v) in c.get_envs() {
-        match v {
-            Some(v) => outer.env(k, v),
-            None => outer.env_remove(k),
-        };
-    }
+    let outer = as_unprivileged(&c);
     let out = run_command(outer, &[], None);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_eq!(repo.properties("r")["network"], "isolated");

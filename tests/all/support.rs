@@ -200,6 +200,24 @@ pub fn in_user_namespace(script: &str, command: &Command) -> Command {
     outer
 }
 
+/// `command` run as uid 1000 (gid 1000) in a user namespace of its own:
+/// not root, as on a CI runner, with this user's files still its own.
+pub fn as_unprivileged(command: &Command) -> Command {
+    let mut outer = Command::new("unshare");
+    outer
+        .args(["--user", "--map-user=1000", "--map-group=1000"])
+        .arg(command.get_program())
+        .args(command.get_args())
+        .current_dir(command.get_current_dir().unwrap());
+    for (k, v) in command.get_envs() {
+        match v {
+            Some(v) => outer.env(k, v),
+            None => outer.env_remove(k),
+        };
+    }
+    outer
+}
+
 /// A temporary directory that is a git repository (empty, no commit):
 /// `capture` keeps its ledger only in a repository or under `--ledger`.
 /// [`plain_tempdir`] is one that is not.

@@ -48,7 +48,11 @@ pub struct BatchArgs {
 }
 
 impl BatchArgs {
-    pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
+    pub fn execute(
+        self,
+        ledger: Option<&Path>,
+        network_isolation: Option<crate::cli::NetworkIsolation>,
+    ) -> Result<ExitCode> {
         let jobs = self.jobs.map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |j| j as usize,
@@ -85,7 +89,6 @@ impl BatchArgs {
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
-            bar.enable_steady_tick(std::time::Duration::from_millis(500));
             bar
         });
         let live = std::sync::Mutex::new(Live::default());
@@ -144,8 +147,12 @@ impl BatchArgs {
                 .unwrap_or(ExitCode::Sysexit(crate::exit::Sysexit::Software)));
         }
         // No live capture (or this is the replay half): leave the network
-        // now, while this process has one thread.
-        crate::netns::isolate();
+        // now, while this process has one thread (the bar starts ticking,
+        // on a thread of its own, after).
+        crate::cli::leave_network(network_isolation)?;
+        if let Some(bar) = &bar {
+            bar.enable_steady_tick(std::time::Duration::from_millis(500));
+        }
         let outcomes = batch::run(&self.manifest, &options, &progress, &started)?;
         if let Some(bar) = &bar {
             bar.finish_and_clear();
