@@ -129,6 +129,10 @@ impl Cli {
         if replays {
             leave_network(self.network_isolation)?;
         }
+        // `batch` leaves the network itself, later, and starts them after.
+        if !matches!(self.command, Command::Batch(_)) {
+            start_threads();
+        }
         match self.command {
             Command::Capture(cmd) => cmd.execute(ledger),
             Command::Lock(cmd) => cmd.execute(ledger),
@@ -179,6 +183,22 @@ impl Cli {
         }
     }
 }
+
+/// Builds rayon's global pool with the main thread's 8 MiB of stack per
+/// thread (the lock walk recurses a frame per directory level, up to
+/// `lock::MAX_DEPTH`; a trial's work in a debug build runs deep), never
+/// rayon's 2 MiB default. Called once the process has left the network
+/// where it replays: rayon starts the threads at once, and a process with
+/// more than one thread cannot enter the user namespace that takes (see
+/// `netns`). A pool already built stays as it is.
+pub fn start_threads() {
+    let _ = rayon::ThreadPoolBuilder::new()
+        .stack_size(THREAD_STACK)
+        .build_global();
+}
+
+/// The stack of every thread agent-ledger starts for its own work.
+pub const THREAD_STACK: usize = 8 << 20;
 
 /// A replay leaves every network before it reads an input (see `netns`):
 /// where the kernel refuses, `required` (the default under `$CI`) stops

@@ -32,7 +32,8 @@ fn main() {
     raise_descriptor_limit();
     // No thread may start here: `check`, `replay` and `verify --replay`
     // enter a new user namespace first thing, which the kernel refuses to a
-    // process with more than one (`netns::isolate`).
+    // process with more than one (`netns::isolate`); `cli::start_threads`
+    // builds the thread pool after.
     // A caller that asked for JSON gets one JSON document on stdout even
     // when the command fails (the message stays on stderr too).
     let json = agent_ledger::output::json_requested(std::env::args_os().skip(1));

@@ -116,6 +116,7 @@ pub fn live_captures(
         .collect();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
+        .stack_size(crate::cli::THREAD_STACK)
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the capture threads: {e}")))?;
     let one = |t: &&Trial| -> Option<TrialOutcome> {
@@ -288,6 +289,7 @@ pub fn run(
     let bases = Bases::default();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
+        .stack_size(crate::cli::THREAD_STACK)
         .build()
         .map_err(|e| {
             Error::Internal(format!("cannot start {} worker threads: {e}", options.jobs))

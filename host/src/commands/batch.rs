@@ -113,6 +113,8 @@ impl BatchArgs {
             }
         };
         if !self.replay_phase && batch::has_live_captures(&self.manifest, &options)? {
+            // This half never replays, so never leaves the network.
+            crate::cli::start_threads();
             // Live captures first, from this process, the only one with a
             // network; then the replays in a fresh process that leaves it
             // before reading anything (a multithreaded process cannot).
@@ -150,6 +152,7 @@ impl BatchArgs {
         // now, while this process has one thread (the bar starts ticking,
         // on a thread of its own, after).
         crate::cli::leave_network(network_isolation)?;
+        crate::cli::start_threads();
         if let Some(bar) = &bar {
             bar.enable_steady_tick(std::time::Duration::from_millis(500));
         }

@@ -84,7 +84,7 @@ pub fn scan(repo: &Path, roots: &[String]) -> Result<Scan> {
     let spent = Spent::default();
     let top = Dir::open_ambient_dir(repo, cap_std::ambient_authority())
         .map_err(|e| Error::read(repo, e))?;
-    let (mut entries, empty_roots) = pool()?.install(|| scan_roots(&top, repo, roots, &spent))?;
+    let (mut entries, empty_roots) = scan_roots(&top, repo, roots, &spent)?;
     entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     entries.dedup_by(|a, b| a.path == b.path);
     let ms = |c: &std::sync::atomic::AtomicU64| {
@@ -117,25 +117,6 @@ fn rel_join(prefix: &str, name: &str) -> String {
 /// hostile tree nested thousands deep would exhaust a thread's stack (an
 /// abort, not a verdict); git's own `core.maxTreeDepth` is 2048.
 pub const MAX_DEPTH: usize = 256;
-
-/// The lock's own thread pool, made on first use: its threads get the main
-/// thread's 8 MiB of stack (the walk recurses a frame per directory level,
-/// up to [`MAX_DEPTH`]; rayon's default is 2 MiB). Not rayon's global pool
-/// built at start-up: a process that has started a thread can no longer
-/// enter the user namespace a replay isolates itself in
-/// (`netns::isolate`).
-fn pool() -> Result<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<std::result::Result<rayon::ThreadPool, String>> =
-        std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .stack_size(8 << 20)
-            .build()
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| Error::Internal(format!("cannot start the lock's threads: {e}")))
-}
 
 /// Every root's entries (unsorted) and the roots that hold none.
 fn scan_roots(
