@@ -131,7 +131,7 @@ impl Cli {
         }
         // `batch` leaves the network itself, later, and starts them after.
         if !matches!(self.command, Command::Batch(_)) {
-            start_threads();
+            start_threads()?;
         }
         match self.command {
             Command::Capture(cmd) => cmd.execute(ledger),
@@ -190,11 +190,18 @@ impl Cli {
 /// rayon's 2 MiB default. Called once the process has left the network
 /// where it replays: rayon starts the threads at once, and a process with
 /// more than one thread cannot enter the user namespace that takes (see
-/// `netns`). A pool already built stays as it is.
-pub fn start_threads() {
-    let _ = rayon::ThreadPoolBuilder::new()
+/// `netns`). A pool already built stays as it is; one whose threads the
+/// kernel refuses is an error (rayon would otherwise panic at first use).
+pub fn start_threads() -> Result<()> {
+    match rayon::ThreadPoolBuilder::new()
         .stack_size(THREAD_STACK)
-        .build_global();
+        .build_global()
+    {
+        Err(e) if std::error::Error::source(&e).is_some() => Err(Error::Internal(format!(
+            "cannot start agent-ledger's worker threads: {e}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The stack of every thread agent-ledger starts for its own work.

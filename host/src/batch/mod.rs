@@ -287,40 +287,54 @@ pub fn run(
     }
     let sandbox = crate::wasm::Lazy::new(options.cache_dir.clone());
     let bases = Bases::default();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs.max(1))
-        .stack_size(crate::cli::THREAD_STACK)
-        .build()
-        .map_err(|e| {
-            Error::Internal(format!("cannot start {} worker threads: {e}", options.jobs))
-        })?;
     let done: Mutex<Vec<TrialOutcome>> = Mutex::new(Vec::new());
-    pool.scope(|s| {
-        for t in &unique {
-            let (sandbox, bases, done) = (&sandbox, &bases, &done);
-            s.spawn(move |_| {
-                started(t.spec.run.as_str());
-                let o = match one(t, options, sandbox, bases) {
-                    Ok((verdict, _)) => TrialOutcome {
-                        line: t.line,
-                        run: Some(t.spec.run.clone()),
-                        verdict: Some(verdict),
-                        exit_code: verdict.exit_code().code(),
-                        error: None,
-                    },
-                    Err(e) => TrialOutcome {
-                        line: t.line,
-                        run: Some(t.spec.run.clone()),
-                        verdict: None,
-                        exit_code: e.exit_code().code(),
-                        error: Some(format!("{}:{}: {e}", manifest.display(), t.line)),
-                    },
-                };
-                progress(&o, total);
-                done.lock().unwrap_or_else(|p| p.into_inner()).push(o);
-            });
+    // `jobs` plain threads, each taking the next trial when it is free.
+    // Not a rayon pool: a worker waiting on a trial's own parallel work
+    // (the lock walk, the delta, compiling) would take up another whole
+    // trial on the same stack, and a long manifest piles them up until the
+    // stack overflows. Here a trial's parallel work runs on the global
+    // pool while its worker waits.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        while let Some(t) = unique.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            started(t.spec.run.as_str());
+            let o = match one(t, options, &sandbox, &bases) {
+                Ok((verdict, _)) => TrialOutcome {
+                    line: t.line,
+                    run: Some(t.spec.run.clone()),
+                    verdict: Some(verdict),
+                    exit_code: verdict.exit_code().code(),
+                    error: None,
+                },
+                Err(e) => TrialOutcome {
+                    line: t.line,
+                    run: Some(t.spec.run.clone()),
+                    verdict: None,
+                    exit_code: e.exit_code().code(),
+                    error: Some(format!("{}:{}: {e}", manifest.display(), t.line)),
+                },
+            };
+            progress(&o, total);
+            done.lock().unwrap_or_else(|p| p.into_inner()).push(o);
         }
-    });
+    };
+    std::thread::scope(|s| {
+        let mut started_any = None;
+        for _ in 0..options.jobs.max(1).min(unique.len()) {
+            match std::thread::Builder::new()
+                .stack_size(crate::cli::THREAD_STACK)
+                .spawn_scoped(s, work)
+            {
+                Ok(_) => started_any = Some(Ok(())),
+                // The threads started take every trial between them.
+                Err(e) => {
+                    started_any.get_or_insert(Err(e));
+                }
+            }
+        }
+        started_any.unwrap_or(Ok(()))
+    })
+    .map_err(|e| Error::Internal(format!("cannot start {} worker threads: {e}", options.jobs)))?;
     outcomes.extend(done.into_inner().unwrap_or_else(|p| p.into_inner()));
     outcomes.sort_by_key(|o| o.line);
     Ok(outcomes)

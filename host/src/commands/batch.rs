@@ -114,7 +114,7 @@ impl BatchArgs {
         };
         if !self.replay_phase && batch::has_live_captures(&self.manifest, &options)? {
             // This half never replays, so never leaves the network.
-            crate::cli::start_threads();
+            crate::cli::start_threads()?;
             // Live captures first, from this process, the only one with a
             // network; then the replays in a fresh process that leaves it
             // before reading anything (a multithreaded process cannot).
@@ -138,6 +138,9 @@ impl BatchArgs {
             if let Some((name, key)) = crate::wasm::env_key_for_child() {
                 replays.env(name, key);
             }
+            // The run key's descriptor was closed once read: the replays
+            // cannot read it (a trace they judge needs its key file).
+            replays.env_remove(crate::trace::KEY_FD_ENV);
             let status = replays.status().map_err(|e| {
                 crate::exit::Error::Internal(format!("cannot run the replays: {e}"))
             })?;
@@ -152,7 +155,7 @@ impl BatchArgs {
         // now, while this process has one thread (the bar starts ticking,
         // on a thread of its own, after).
         crate::cli::leave_network(network_isolation)?;
-        crate::cli::start_threads();
+        crate::cli::start_threads()?;
         if let Some(bar) = &bar {
             bar.enable_steady_tick(std::time::Duration::from_millis(500));
         }
