@@ -46,8 +46,23 @@ fn enter() -> Result<(), String> {
     let write = |file: &str, text: String| {
         std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))
     };
-    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
-    write("/proc/self/setgroups", "deny\n".into())?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
-    Ok(())
+    // A process holding a run key handed over on a descriptor is
+    // non-dumpable (`trace::preload_fd_key`), and a non-dumpable process's
+    // `/proc/self` files are root's: it could not write its own maps. It is
+    // dumpable again for these three writes only, a window like the one
+    // between its start and reading the key.
+    let hidden = !nix::sys::prctl::get_dumpable().unwrap_or(true);
+    if hidden {
+        nix::sys::prctl::set_dumpable(true)
+            .map_err(|e| format!("cannot write the user namespace's maps: {e}"))?;
+    }
+    let written = write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))
+        .and_then(|()| write("/proc/self/setgroups", "deny\n".into()))
+        .and_then(|()| write("/proc/self/gid_map", format!("{gid} {gid} 1\n")));
+    if hidden && let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        // Never go on readable while holding the key.
+        eprintln!("error: cannot make the process non-dumpable again: {e}");
+        std::process::exit(70);
+    }
+    written
 }

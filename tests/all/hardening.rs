@@ -342,6 +342,71 @@ fn a_replay_run_by_a_user_other_than_root_is_isolated() {
     assert_eq!(repo.properties("r")["network"], "isolated");
 }
 
+// A run key handed over on a descriptor makes the process non-dumpable,
+// whose `/proc/self/uid_map` is then root's: a non-root replay holding one
+// could not write its user namespace's maps, and was not isolated.
+#[test]
+fn a_replay_holding_a_run_key_on_a_descriptor_is_isolated() {
+    let repo = DemoRepo::new();
+    repo.capture("r", "good");
+    // Everything the run writes is this user's own: as root the run is
+    // nobody's (whose files are not root's, as a CI runner's are not),
+    // which is what makes a non-dumpable process's `/proc/self` files out
+    // of its reach.
+    let scratch = plain_tempdir();
+    let key = scratch.path().join("run.key");
+    write(&key, format!("{}\n", "ab".repeat(32)));
+    let home = scratch.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let mut c = command(repo.path());
+    c.args(["check", "--run", "r", "--base", &repo.base, "--cache-dir"])
+        .arg(scratch.path().join("cache"))
+        .env("CI", "true")
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", &home)
+        .env("AGENT_LEDGER_RUNS_DIR", scratch.path().join("runs"))
+        .env("AGENT_LEDGER_TRACE_KEY_FD", "3");
+    let mut outer = if host_root() {
+        for dir in [repo.path(), scratch.path()] {
+            let ok = std::process::Command::new("chown")
+                .args(["-R", "65534:65534"])
+                .arg(dir)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }
+        let mut o = std::process::Command::new("setpriv");
+        o.args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "sh",
+        ]);
+        o
+    } else {
+        std::process::Command::new("sh")
+    };
+    // The key on descriptor 3, as a harness hands it over.
+    outer
+        .arg("-c")
+        .arg(r#"exec 3<"$0" && exec "$@""#)
+        .arg(&key)
+        .arg(c.get_program())
+        .args(c.get_args())
+        .current_dir(c.get_current_dir().unwrap());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => outer.env(k, v),
+            None => outer.env_remove(k),
+        };
+    }
+    let out = run_command(outer, &[], None);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(repo.properties("r")["network"], "isolated");
+}
+
 // When replay's network isolation lapsed, the terminal still printed
 // `review` and only the JSON record said so (issue 21 item 12).
 #[test]
