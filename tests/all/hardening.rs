@@ -389,19 +389,8 @@ fn a_replay_holding_a_run_key_on_a_descriptor_is_isolated() {
         std::process::Command::new("sh")
     };
     // The key on descriptor 3, as a harness hands it over.
-    outer
-        .arg("-c")
-        .arg(r#"exec 3<"$0" && exec "$@""#)
-        .arg(&key)
-        .arg(c.get_program())
-        .args(c.get_args())
-        .current_dir(c.get_current_dir().unwrap());
-    for (k, v) in c.get_envs() {
-        match v {
-            Some(v) => outer.env(k, v),
-            None => outer.env_remove(k),
-        };
-    }
+    outer.arg("-c").arg(r#"exec 3<"$0" && exec "$@""#).arg(&key);
+    let outer = wrapped(outer, &c);
     let out = run_command(outer, &[], None);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_eq!(repo.properties("r")["network"], "isolated");

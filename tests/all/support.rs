@@ -181,13 +181,11 @@ fn check_json_output(args: &[&str], out: &Output) {
     crate::schemas::assert_matches(stem, &value);
 }
 
-/// `command` (program, arguments, directory, environment) run as the
-/// arguments of `sh -c SCRIPT sh …` inside `unshare --user
-/// --map-root-user`: SCRIPT sets the namespace up, then `exec "$@"`.
-pub fn in_user_namespace(script: &str, command: &Command) -> Command {
-    let mut outer = Command::new("unshare");
+/// `command` (program, arguments, directory, environment) run as the last
+/// arguments of `outer`: `outer` gets them and `command`'s directory and
+/// environment.
+pub fn wrapped(mut outer: Command, command: &Command) -> Command {
     outer
-        .args(["--user", "--map-root-user", "sh", "-c", script, "sh"])
         .arg(command.get_program())
         .args(command.get_args())
         .current_dir(command.get_current_dir().unwrap());
@@ -200,22 +198,20 @@ pub fn in_user_namespace(script: &str, command: &Command) -> Command {
     outer
 }
 
+/// `command` run as the arguments of `sh -c SCRIPT sh …` inside `unshare
+/// --user --map-root-user`: SCRIPT sets the namespace up, then `exec "$@"`.
+pub fn in_user_namespace(script: &str, command: &Command) -> Command {
+    let mut outer = Command::new("unshare");
+    outer.args(["--user", "--map-root-user", "sh", "-c", script, "sh"]);
+    wrapped(outer, command)
+}
+
 /// `command` run as uid 1000 (gid 1000) in a user namespace of its own:
 /// not root, as on a CI runner, with this user's files still its own.
 pub fn as_unprivileged(command: &Command) -> Command {
     let mut outer = Command::new("unshare");
-    outer
-        .args(["--user", "--map-user=1000", "--map-group=1000"])
-        .arg(command.get_program())
-        .args(command.get_args())
-        .current_dir(command.get_current_dir().unwrap());
-    for (k, v) in command.get_envs() {
-        match v {
-            Some(v) => outer.env(k, v),
-            None => outer.env_remove(k),
-        };
-    }
-    outer
+    outer.args(["--user", "--map-user=1000", "--map-group=1000"]);
+    wrapped(outer, command)
 }
 
 /// A temporary directory that is a git repository (empty, no commit):
