@@ -234,14 +234,19 @@ impl Cgroup {
 impl Drop for Cgroup {
     fn drop(&mut self) {
         for (dir, _) in self.v1() {
-            // Its processes are dead by now; their exit can lag a little.
-            for _ in 0..50 {
-                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
+            remove(dir);
         }
+    }
+}
+
+/// Removes the cgroup `dir`, once its processes are gone: they are dead
+/// by now, but their exit can lag a little.
+fn remove(dir: &Path) {
+    for _ in 0..50 {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

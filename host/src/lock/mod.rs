@@ -84,7 +84,45 @@ pub fn scan(repo: &Path, roots: &[String]) -> Result<Scan> {
     let spent = Spent::default();
     let top = Dir::open_ambient_dir(repo, cap_std::ambient_authority())
         .map_err(|e| Error::read(repo, e))?;
-    let (mut entries, empty_roots) = scan_roots(&top, repo, roots, &spent)?;
+    let mut entries: Vec<LockEntry> = Vec::new();
+    let mut empty_roots = Vec::new();
+    for root in roots {
+        let found = if root.is_empty() {
+            walk(&top, repo, "", &spent)?
+        } else {
+            match top.symlink_metadata(root) {
+                Ok(meta) => {
+                    let ft = meta.file_type();
+                    if ft.is_dir() {
+                        let dir = top
+                            .open_dir(root)
+                            .map_err(|e| Error::read(&repo.join(root), e))?;
+                        walk(&dir, repo, root, &spent)?
+                    } else {
+                        // A root that is one file: hashed in the directory
+                        // that holds it.
+                        let (parent, name) = match root.rsplit_once('/') {
+                            Some((p, n)) => (Some(p), n),
+                            None => (None, root.as_str()),
+                        };
+                        let dir = match parent {
+                            Some(p) => {
+                                top.open_dir(p).map_err(|e| Error::read(&repo.join(p), e))?
+                            }
+                            None => top.try_clone().map_err(|e| Error::read(repo, e))?,
+                        };
+                        vec![hash_entry(&dir, repo, name, root, ft, &spent)?]
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(Error::read(&repo.join(root), e)),
+            }
+        };
+        if found.is_empty() {
+            empty_roots.push(root.clone());
+        }
+        entries.extend(found);
+    }
     entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     entries.dedup_by(|a, b| a.path == b.path);
     let ms = |c: &std::sync::atomic::AtomicU64| {
@@ -117,55 +155,6 @@ fn rel_join(prefix: &str, name: &str) -> String {
 /// hostile tree nested thousands deep would exhaust a thread's stack (an
 /// abort, not a verdict); git's own `core.maxTreeDepth` is 2048.
 pub const MAX_DEPTH: usize = 256;
-
-/// Every root's entries (unsorted) and the roots that hold none.
-fn scan_roots(
-    top: &Dir,
-    repo: &Path,
-    roots: &[String],
-    spent: &Spent,
-) -> Result<(Vec<LockEntry>, Vec<String>)> {
-    let mut entries: Vec<LockEntry> = Vec::new();
-    let mut empty_roots = Vec::new();
-    for root in roots {
-        let found = if root.is_empty() {
-            walk(top, repo, "", spent)?
-        } else {
-            match top.symlink_metadata(root) {
-                Ok(meta) => {
-                    let ft = meta.file_type();
-                    if ft.is_dir() {
-                        let dir = top
-                            .open_dir(root)
-                            .map_err(|e| Error::read(&repo.join(root), e))?;
-                        walk(&dir, repo, root, spent)?
-                    } else {
-                        // A root that is one file: hashed in the directory
-                        // that holds it.
-                        let (parent, name) = match root.rsplit_once('/') {
-                            Some((p, n)) => (Some(p), n),
-                            None => (None, root.as_str()),
-                        };
-                        let dir = match parent {
-                            Some(p) => {
-                                top.open_dir(p).map_err(|e| Error::read(&repo.join(p), e))?
-                            }
-                            None => top.try_clone().map_err(|e| Error::read(repo, e))?,
-                        };
-                        vec![hash_entry(&dir, repo, name, root, ft, spent)?]
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(Error::read(&repo.join(root), e)),
-            }
-        };
-        if found.is_empty() {
-            empty_roots.push(root.clone());
-        }
-        entries.extend(found);
-    }
-    Ok((entries, empty_roots))
-}
 
 /// Everything under `dir` (at `rel` in `repo`), hashed, following no link.
 fn walk(dir: &Dir, repo: &Path, rel: &str, spent: &Spent) -> Result<Vec<LockEntry>> {

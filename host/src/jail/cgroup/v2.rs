@@ -369,13 +369,7 @@ impl V2 {
 
 impl Drop for V2 {
     fn drop(&mut self) {
-        // Its processes are dead by now; their exit can lag a little.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        super::remove(&self.dir);
     }
 }
 
