@@ -46,25 +46,41 @@ impl LockArgs {
             .iter()
             .map(|r| normalize_root(r))
             .collect::<Result<Vec<_>>>()?;
-        let resolved = self.scope.resolve(
-            ledger,
-            match &self.base {
-                Some(rev) => Needs {
-                    repo: true,
-                    config_at: ConfigAt::Revision(rev),
-                },
-                None => Needs {
-                    repo: false,
-                    config_at: ConfigAt::WorkingTree,
-                },
+        let needs = match &self.base {
+            Some(rev) => Needs {
+                repo: true,
+                config_at: ConfigAt::Revision(rev),
             },
-        )?;
+            None => Needs {
+                repo: false,
+                config_at: ConfigAt::WorkingTree,
+            },
+        };
         match &self.compare {
             Some(_) if ledger.is_some() => Err(Error::Usage(
                 "`--ledger` has no effect on `lock --compare`, which reads the lock file it is given: drop it".into(),
             )),
-            Some(lockfile) => self.compare(&resolved, lockfile, roots),
+            Some(lockfile) => {
+                // git's discovery is a child process to wait for: the lock
+                // is read meanwhile, and its roots picked out of it so that
+                // the scan can start while the rest of it is parsed.
+                let (resolved, read) = rayon::join(
+                    || self.scope.resolve(ledger, needs),
+                    || -> Result<_> {
+                        let bytes = crate::input::read_file(lockfile, crate::input::RECORD_CAP)?;
+                        let roots = match roots.is_empty() {
+                            true => lock_roots(lockfile, &bytes)?,
+                            false => roots,
+                        };
+                        Ok((bytes, roots))
+                    },
+                );
+                let resolved = resolved?;
+                let (bytes, roots) = read?;
+                self.compare(&resolved, &bytes, lockfile, &roots)
+            }
             None => {
+                let resolved = self.scope.resolve(ledger, needs)?;
                 let run = RunId::parse(self.run.as_deref().unwrap_or_default())?;
                 let roots = if roots.is_empty() {
                     resolved.config.config.fixtures.roots.clone()
@@ -164,19 +180,24 @@ impl LockArgs {
     fn compare(
         &self,
         resolved: &Resolved,
+        bytes: &[u8],
         lockfile: &Path,
-        roots: Vec<String>,
+        roots: &[String],
     ) -> Result<ExitCode> {
-        let loaded = ledger::read_required::<FixtureLock>(lockfile)?;
-        check_consistent(&loaded.record, lockfile)?;
-        let roots = if roots.is_empty() {
-            loaded.record.roots.clone()
-        } else {
-            roots
-        };
-        let scanned = scan(&resolved.root, &roots)?;
-        let drift = compare(&loaded.record.files, &scanned.entries);
-        let matches = drift.is_empty() && !loaded.record.files.is_empty();
+        // The lock is parsed and its own consistency checked while the tree
+        // is scanned; nothing is compared until both are done.
+        let (lock, scanned) = rayon::join(
+            || -> Result<FixtureLock> {
+                let lock = ledger::parse_unhashed::<FixtureLock>(lockfile, bytes)?;
+                check_consistent(&lock, lockfile)?;
+                Ok(lock)
+            },
+            || scan(&resolved.root, roots),
+        );
+        let lock = lock?;
+        let scanned = scanned?;
+        let drift = compare(&lock.files, &scanned.entries);
+        let matches = drift.is_empty() && !lock.files.is_empty();
         let value = LockOutput::Compared {
             result: if matches {
                 LockResult::Match
@@ -188,8 +209,8 @@ impl LockArgs {
         };
         output::emit(self.output.format, &value, || {
             let mut text = if matches {
-                format!("match: {} file(s) as locked\n", loaded.record.count)
-            } else if loaded.record.files.is_empty() {
+                format!("match: {} file(s) as locked\n", lock.count)
+            } else if lock.files.is_empty() {
                 "fixture_mismatch: the lock holds no files\n".to_string()
             } else {
                 "fixture_mismatch: the tree drifted from the lock\n".to_string()
@@ -210,6 +231,20 @@ impl LockArgs {
         } else {
             ExitCode::FixtureMismatch
         })
+    }
+}
+
+/// The roots a lock file names: only that field is read, so that the scan
+/// can start before the rest is parsed. A file it cannot be read from is
+/// parsed whole, for the error that names what is wrong with it.
+fn lock_roots(lockfile: &Path, bytes: &[u8]) -> Result<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Roots {
+        roots: Vec<String>,
+    }
+    match serde_json::from_slice::<Roots>(bytes) {
+        Ok(r) => Ok(r.roots),
+        Err(_) => Ok(ledger::parse_unhashed::<FixtureLock>(lockfile, bytes)?.roots),
     }
 }
 

@@ -243,6 +243,16 @@ pub fn read_required<T: Record>(path: &Path) -> Result<Loaded<T>> {
 /// Parses and checks a record: JSON, `schema` not newer than this build,
 /// `record` naming the expected kind.
 pub fn parse_record<T: Record>(path: &Path, bytes: &[u8]) -> Result<Loaded<T>> {
+    Ok(Loaded {
+        record: parse_unhashed(path, bytes)?,
+        sha256: sha256_hex(bytes),
+        path: path.to_path_buf(),
+    })
+}
+
+/// [`parse_record`] without the digest of the bytes, for a reader that
+/// never names it (`lock --compare`).
+pub fn parse_unhashed<T: Record>(path: &Path, bytes: &[u8]) -> Result<T> {
     // The usual record parses straight into its type, in one pass and with
     // no tree of values in between (a 10,000-file lock is 1.8 MB);
     // anything else (a duplicate key, a wrong type, not JSON, a schema or
@@ -253,11 +263,7 @@ pub fn parse_record<T: Record>(path: &Path, bytes: &[u8]) -> Result<Loaded<T>> {
         && record.schema() <= SCHEMA
         && record.kind() == T::KIND
     {
-        return Ok(Loaded {
-            record,
-            sha256: sha256_hex(bytes),
-            path: path.to_path_buf(),
-        });
+        return Ok(record);
     }
     let value: serde_json::Value = serde_json::from_slice(bytes)
         .map_err(|e| Error::data(path, format!("not valid JSON: {e}")))?;
@@ -280,7 +286,7 @@ pub fn parse_record<T: Record>(path: &Path, bytes: &[u8]) -> Result<Loaded<T>> {
             format!("field `record` is `{kind}`, expected `{}`", T::KIND),
         ));
     }
-    let record: T = serde_path_to_error::deserialize(value).map_err(|e| {
+    serde_path_to_error::deserialize(value).map_err(|e| {
         Error::data(
             path,
             format!(
@@ -290,11 +296,6 @@ pub fn parse_record<T: Record>(path: &Path, bytes: &[u8]) -> Result<Loaded<T>> {
                 e.inner()
             ),
         )
-    })?;
-    Ok(Loaded {
-        record,
-        sha256: sha256_hex(bytes),
-        path: path.to_path_buf(),
     })
 }
 

@@ -198,9 +198,17 @@ fn walk(dir: &Dir, repo: &Path, rel: &str, spent: &Spent) -> Result<Vec<LockEntr
         let ft = item.file_type().map_err(|e| Error::read(&path(), e))?;
         items.push((text.to_string(), ft));
     }
+    // In path order (a directory as its name and a `/`), so that each
+    // directory's entries come back sorted and the scan's final sort of the
+    // whole list is one pass over it.
+    items.sort_unstable_by(|(a, at), (b, bt)| {
+        (a.bytes().chain(at.is_dir().then_some(b'/')))
+            .cmp(b.bytes().chain(bt.is_dir().then_some(b'/')))
+    });
     Spent::add(&spent.walk_ns, listed);
-    items
+    let found = items
         .par_iter()
+        .with_max_len(1)
         .map(|(name, ft)| {
             let rel = rel_join(rel, name);
             if ft.is_dir() {
@@ -209,15 +217,34 @@ fn walk(dir: &Dir, repo: &Path, rel: &str, spent: &Spent) -> Result<Vec<LockEntr
                     .open_dir(name)
                     .map_err(|e| Error::read(&repo.join(&rel), e))?;
                 Spent::add(&spent.walk_ns, opened);
-                walk(&sub, repo, &rel, spent)
+                walk(&sub, repo, &rel, spent).map(Found::Many)
             } else {
-                Ok(vec![hash_entry(dir, repo, name, &rel, *ft, spent)?])
+                hash_entry(dir, repo, name, &rel, *ft, spent).map(Found::One)
             }
         })
-        .try_reduce(Vec::new, |mut a, b| {
-            a.extend(b);
-            Ok(a)
-        })
+        .collect::<Result<Vec<Found>>>()?;
+    let mut entries = Vec::with_capacity(
+        found
+            .iter()
+            .map(|f| match f {
+                Found::One(_) => 1,
+                Found::Many(v) => v.len(),
+            })
+            .sum(),
+    );
+    for f in found {
+        match f {
+            Found::One(e) => entries.push(e),
+            Found::Many(v) => entries.extend(v),
+        }
+    }
+    Ok(entries)
+}
+
+/// What one item of a directory holds: its own entry, or a directory's.
+enum Found {
+    One(LockEntry),
+    Many(Vec<LockEntry>),
 }
 
 /// The entry for `name` in `dir` (at `rel` in `repo`): a file or a

@@ -73,6 +73,27 @@ fn dir_hash_is_the_in_toto_dir_hash_of_the_tree() {
 }
 
 #[test]
+fn scan_lists_paths_bytewise_where_a_directory_name_is_a_prefix() {
+    // `a-b` and `a.txt` sort before `a/…` (`-` and `.` are below `/`),
+    // `a0` after it: the order of paths, not of names.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("a/x")).unwrap();
+    for name in ["a0", "a-b", "a.txt", "a/x/y", "a/z", "A"] {
+        fs::write(root.join(name), name).unwrap();
+    }
+    for roots in [vec![String::new()], vec!["a".into(), String::new()]] {
+        let scan = scan(root, &roots).unwrap();
+        let paths: Vec<&str> = scan.entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["A", "a-b", "a.txt", "a/x/y", "a/z", "a0"],
+            "{roots:?}"
+        );
+    }
+}
+
+#[test]
 fn dir_hash_of_no_files_is_the_sha256_of_nothing() {
     assert_eq!(
         dir_hash(&[link("l", "x")]),
