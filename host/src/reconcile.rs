@@ -23,7 +23,9 @@ mod changed;
 pub mod judge;
 
 pub use changed::{changed_against, changed_paths, parse_records, parse_status};
-pub use judge::{TraceOutcome, Trust, judge_trace, trust_note};
+pub use judge::{
+    Judging, TraceOutcome, TraceRead, Trust, judge_read, judge_trace, read_trace, trust_note,
+};
 
 pub fn abs(repo: &Path, path: &[u8]) -> PathBuf {
     repo.join(OsStr::from_bytes(path))

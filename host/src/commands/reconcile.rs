@@ -3,7 +3,7 @@
 use crate::exit::{Error, ExitCode, Result};
 use crate::output::OutputArgs;
 use crate::paths::relative_to;
-use crate::reconcile::{Trust, judge_trace};
+use crate::reconcile::{Judging, judge_read, read_trace};
 use crate::resolve::{ConfigAt, Needs, ScopeArgs};
 use std::path::{Path, PathBuf};
 
@@ -36,13 +36,36 @@ pub struct ReconcileArgs {
 
 impl ReconcileArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
-        let resolved = self.scope.resolve(
-            ledger,
-            Needs {
-                repo: true,
-                config_at: ConfigAt::Head,
+        // The trace needs no repository: it is read and verified while git
+        // finds the repository and its configuration (two child processes
+        // to wait for).
+        let (resolved, read) = rayon::join(
+            || {
+                self.scope.resolve(
+                    ledger,
+                    Needs {
+                        repo: true,
+                        config_at: ConfigAt::Head,
+                    },
+                )
             },
-        )?;
+            || {
+                // A mistyped path is not an agent that never called the
+                // adapter: on a clean tree it would read as agreement.
+                if std::fs::symlink_metadata(&self.trace).is_err() {
+                    return Err(Error::Missing(format!(
+                        "no trace `{}`: name the trace file the agent's adapter wrote (an empty file is a trace with no spans)",
+                        self.trace.display()
+                    )));
+                }
+                read_trace(
+                    &self.trace,
+                    self.trace_key.as_deref(),
+                    self.key_pin.sha256.as_deref(),
+                )
+            },
+        );
+        let resolved = resolved?;
         let root = &resolved.root;
         if relative_to(root, resolved.ledger.root()).is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(Error::Usage(format!(
@@ -50,31 +73,23 @@ impl ReconcileArgs {
                 resolved.ledger.root().display()
             )));
         }
-        // A mistyped path is not an agent that never called the adapter: on
-        // a clean tree it would read as agreement.
-        if std::fs::symlink_metadata(&self.trace).is_err() {
-            return Err(Error::Missing(format!(
-                "no trace `{}`: name the trace file the agent's adapter wrote (an empty file is a trace with no spans)",
-                self.trace.display()
-            )));
-        }
+        let read = read?;
         let base = match &self.base {
             Some(rev) => Some(resolved.repo()?.resolve_commit(rev)?),
             None => None,
         };
-        let judged = judge_trace(
+        let judged = judge_read(
             resolved.repo()?,
             resolved.revision.as_deref(),
             &self.trace,
-            Trust {
-                file: self.trace_key.as_deref(),
-                pin: self.key_pin.sha256.as_deref(),
-                base: base.as_deref(),
+            read,
+            base.as_deref(),
+            Judging {
+                exclude: &[resolved.ledger.root().to_path_buf()],
+                ignored: resolved.config.config.trace.ignored,
+                require_mutation: self.require_mutation,
+                tree: crate::reconcile::Judged::Worktree,
             },
-            &[resolved.ledger.root().to_path_buf()],
-            resolved.config.config.trace.ignored,
-            self.require_mutation,
-            crate::reconcile::Judged::Worktree,
         )?;
         judged.print(self.output.format)?;
         Ok(judged.code)

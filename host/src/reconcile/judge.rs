@@ -110,30 +110,69 @@ pub struct Trust<'a> {
     pub base: Option<&'a str>,
 }
 
-/// Verifies the trace at `trace` and judges it against `git`'s tree (its
-/// working tree, or a snapshot of it: `tree`), whose HEAD is the full
-/// commit id `head` as the caller resolved it. `exclude`: paths never
-/// counted as changed (the trace and its key are never counted either).
-#[allow(clippy::too_many_arguments)]
+/// How a verified trace is judged: `exclude`, paths never counted as
+/// changed (the trace and its key are never counted either); `ignored`,
+/// whether git-ignored files count; `require_mutation`, whether no change
+/// at all is `no_mutation`; `tree`, the tree judged (the working tree, or a
+/// snapshot of it).
+pub struct Judging<'a> {
+    pub exclude: &'a [PathBuf],
+    pub ignored: IgnoredPolicy,
+    pub require_mutation: bool,
+    pub tree: Judged<'a>,
+}
+
+/// A trace read and checked ([`read_trace`]): its spans, or where it was
+/// forged.
+pub type TraceRead = std::result::Result<crate::trace::Verified, Forged>;
+
+/// Reads the trace at `trace` (none there: no spans) and checks its
+/// authentication against `key` (a key file) and `pin` (the key's digest).
+/// Needs no repository, so a caller may read it while git finds one.
+pub fn read_trace(trace: &Path, key: Option<&Path>, pin: Option<&str>) -> Result<TraceRead> {
+    let started = std::time::Instant::now();
+    // No trace file means the agent never called the adapter: no spans.
+    let bytes = crate::input::read_optional(trace, crate::input::TRACE_CAP)?.unwrap_or_default();
+    let verified = crate::trace::verify(trace, &bytes, key, pin)?;
+    crate::profile::phase("trace", &[("verify", started.elapsed())]);
+    Ok(verified)
+}
+
+/// Verifies the trace at `trace` and judges it against `git`'s tree
+/// ([`Judging`]), whose HEAD is the full commit id `head` as the caller
+/// resolved it.
 pub fn judge_trace(
     git: &crate::git::Repo,
     head: Option<&str>,
     trace: &Path,
     key: Trust<'_>,
-    exclude: &[PathBuf],
-    ignored: IgnoredPolicy,
-    require_mutation: bool,
-    tree: Judged<'_>,
+    how: Judging<'_>,
 ) -> Result<TraceOutcome> {
+    let read = read_trace(trace, key.file, key.pin)?;
+    judge_read(git, head, trace, read, key.base, how)
+}
+
+/// [`judge_trace`] of a trace already read: `base`, the revision the spans
+/// start from when the trace has no begin line to say (`--base`).
+pub fn judge_read(
+    git: &crate::git::Repo,
+    head: Option<&str>,
+    trace: &Path,
+    read: TraceRead,
+    base: Option<&str>,
+    how: Judging<'_>,
+) -> Result<TraceOutcome> {
+    let Judging {
+        exclude,
+        ignored,
+        require_mutation,
+        tree,
+    } = how;
     let root = git.root.as_path();
-    let started = std::time::Instant::now();
-    // No trace file means the agent never called the adapter: no spans.
-    let bytes = crate::input::read_optional(trace, crate::input::TRACE_CAP)?.unwrap_or_default();
-    let verified = match crate::trace::verify(trace, &bytes, key.file, key.pin)? {
+    let verified = match read {
         Ok(v) => v,
         Err(forged) => return Ok(forged_outcome(trace, &forged)),
     };
-    crate::profile::phase("trace", &[("verify", started.elapsed())]);
     // The trace file, its key and the ledger are never counted as changes;
     // a begun run's workspace holds no ledger (capture runs in the
     // repository), so nothing in it is excused.
@@ -151,7 +190,7 @@ pub fn judge_trace(
         .collect();
     if let Some(a) = &verified.auth {
         crate::trace::check_workspace(root, &a.workspace, &a.git_dir, &a.base)?;
-        if let Some(b) = key.base.filter(|b| *b != a.base) {
+        if let Some(b) = base.filter(|b| *b != a.base) {
             return Err(Error::Usage(format!(
                 "`--base {b}` is not the run's base {}: a begun run is judged from its begin line's",
                 a.base
@@ -167,7 +206,7 @@ pub fn judge_trace(
             .auth
             .as_ref()
             .map(|a| a.base.as_str())
-            .or(key.base)
+            .or(base)
             .or(head),
         verified.auth.is_some(),
         tree,

@@ -257,12 +257,14 @@ pub fn end(trace_file: &Path, require_mutation: bool, pin: Option<&str>) -> Resu
             pin,
             base: None,
         },
-        &[],
-        ignored,
-        require_mutation,
-        crate::reconcile::Judged::Snapshot {
-            git: &git,
-            tree: &snapshot,
+        crate::reconcile::Judging {
+            exclude: &[],
+            ignored,
+            require_mutation,
+            tree: crate::reconcile::Judged::Snapshot {
+                git: &git,
+                tree: &snapshot,
+            },
         },
     )?;
     if judged.code != ExitCode::Ok {

@@ -315,10 +315,7 @@ impl Sandbox {
 /// test command's base-revision runs): `domain` separates its uses, `id`
 /// is what the entry is for. The entry is the tag, then `body`.
 pub fn seal(domain: &str, id: &str, body: &[u8]) -> Option<Vec<u8>> {
-    let mut entry = entry_mac(domain, id, body)?
-        .finalize()
-        .into_bytes()
-        .to_vec();
+    let mut entry = entry_mac(domain, id, body)?.as_bytes().to_vec();
     entry.extend_from_slice(body);
     Some(entry)
 }
@@ -330,19 +327,61 @@ pub fn open(domain: &str, id: &str, mut entry: Vec<u8>) -> Option<Vec<u8>> {
         return None;
     }
     let (tag, body) = entry.split_at(TAG_LEN);
-    entry_mac(domain, id, body)?.verify_slice(tag).ok()?;
+    let tag = blake3::Hash::from_bytes(tag.try_into().ok()?);
+    // `blake3::Hash` compares in constant time.
+    if entry_mac(domain, id, body)? != tag {
+        return None;
+    }
     // In place: a large entry (a tree's listing) is not copied whole.
     entry.drain(..TAG_LEN);
     Some(entry)
 }
 
-/// The MAC of a [`seal`]ed entry under this user's key.
-fn entry_mac(domain: &str, id: &str, body: &[u8]) -> Option<Hmac<Sha256>> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key()?).expect("HMAC takes any key length");
+/// The tag of a [`seal`]ed entry under this user's key ([`tag`]).
+fn entry_mac(domain: &str, id: &str, body: &[u8]) -> Option<blake3::Hash> {
+    static SEAL_KEY: OnceLock<Option<[u8; KEY_LEN]>> = OnceLock::new();
+    let key = SEAL_KEY
+        .get_or_init(|| key().map(|k| blake3::derive_key(SEAL_CONTEXT, k)))
+        .as_ref()?;
+    Some(tag(key, domain, id, body))
+}
+
+/// The context the sealing key is derived from the cache key in: the
+/// compile cache's HMAC and the seals never share a key.
+const SEAL_CONTEXT: &str = "agent-ledger sealed cache entry v1";
+
+/// Keyed BLAKE3 over the domain, the id and the body, the first two each
+/// ended by a NUL (which neither holds).
+fn tag(key: &[u8; KEY_LEN], domain: &str, id: &str, body: &[u8]) -> blake3::Hash {
+    let mut mac = blake3::Hasher::new_keyed(key);
     for part in [domain.as_bytes(), b"\0", id.as_bytes(), b"\0", body] {
         mac.update(part);
     }
-    Some(mac)
+    mac.finalize()
+}
+
+#[cfg(test)]
+#[test]
+fn a_seal_tag_binds_key_domain_id_and_body() {
+    let key = [7u8; KEY_LEN];
+    let base = tag(&key, "d", "id", b"body");
+    assert_eq!(base, tag(&key, "d", "id", b"body"));
+    for other in [
+        tag(&[8u8; KEY_LEN], "d", "id", b"body"),
+        tag(&key, "e", "id", b"body"),
+        tag(&key, "d", "ie", b"body"),
+        tag(&key, "d", "id", b"bodY"),
+        tag(&key, "d", "id", b"body\0"),
+        // The NUL after the id keeps id and body apart.
+        tag(&key, "d", "idb", b"ody"),
+    ] {
+        assert_ne!(base, other);
+    }
+    // Keyed BLAKE3 as its reference defines it: the key changes the hash.
+    assert_ne!(
+        tag(&[0u8; KEY_LEN], "", "", b"").as_bytes(),
+        blake3::hash(b"\0\0").as_bytes()
+    );
 }
 
 /// Writes a cache entry atomically (a 0700 directory made as needed).
