@@ -128,10 +128,13 @@ impl Repo {
     }
 
     /// `git cat-file --batch` started, with its stdin taken.
+    /// Every caller writes all its requests and closes stdin before it
+    /// reads, so git buffers its answers (`--buffer`) instead of flushing
+    /// one pipe write per object.
     fn cat_file_batch(&self) -> Result<(std::process::Child, std::process::ChildStdin)> {
         let mut child = self
             .command()
-            .args(["cat-file", "--batch"])
+            .args(["cat-file", "--batch", "--buffer"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -55,10 +55,20 @@ pub fn changed_against(
             &empty
         }
     };
-    let scratch = crate::replay::tempdir()?;
-    // Our own git directory, made only when git must look: HEAD at the
-    // base (or unborn), no config, no `info/exclude`.
-    let isolated = || git.isolated(base.unwrap_or("ref: refs/heads/unborn"), scratch.path());
+    // Our own git directory, made (with the directory that holds it) only
+    // when git must look: HEAD at the base (or unborn), no config, no
+    // `info/exclude`.
+    let scratch = std::cell::OnceCell::new();
+    let isolated = || {
+        let dir = match scratch.get() {
+            Some(d) => d,
+            None => {
+                let made = crate::replay::tempdir()?;
+                scratch.get_or_init(|| made)
+            }
+        };
+        git.isolated(base.unwrap_or("ref: refs/heads/unborn"), dir.path())
+    };
     let delta = crate::git::worktree_delta(&git.root, listing, walked.as_ref())?;
     if let Some(c) = walked {
         c.store();
