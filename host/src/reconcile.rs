@@ -231,6 +231,31 @@ pub enum Judged<'a> {
     },
 }
 
+/// What [`crate::git::Repo::base_of`] read for `commit` (with the working
+/// tree's stat cache) ahead of [`reconcile`], which uses it only when its
+/// base is that commit and it judges the working tree.
+pub struct BaseOf {
+    pub commit: String,
+    pub listing: crate::git::Listing,
+    pub walked: Option<crate::git::StatCache>,
+}
+
+impl BaseOf {
+    /// The base listing of `git`'s HEAD, read ahead; `None` without a
+    /// commit or when it cannot be read (then [`reconcile`] reads it again
+    /// and reports why).
+    pub fn of_head(git: &crate::git::Repo) -> Option<BaseOf> {
+        let commit = git.head()?;
+        let cache = crate::resolve::default_cache_dir();
+        let (listing, walked) = git.base_of(commit, cache.as_deref(), true).ok()?;
+        Some(BaseOf {
+            commit: commit.to_string(),
+            listing,
+            walked,
+        })
+    }
+}
+
 /// Every entry named `.git` (in any case) below the top of `root`, which
 /// git skips: repository-relative paths, sorted. Symlinks are not followed.
 fn dot_git_entries(root: &Path) -> Result<Vec<Vec<u8>>> {
@@ -301,6 +326,7 @@ pub fn reconcile(
     base: Option<&str>,
     begun: bool,
     tree: Judged<'_>,
+    preloaded: Option<BaseOf>,
 ) -> Result<ReconcileReport> {
     let excluded = |p: &[u8]| {
         exclude
@@ -316,12 +342,13 @@ pub fn reconcile(
     let start = base.map(str::to_string);
     let cache = crate::resolve::default_cache_dir();
     let worktree = matches!(tree, Judged::Worktree);
-    let (listing, walked) = match start.as_deref() {
-        Some(rev) => {
+    let (listing, walked) = match (start.as_deref(), preloaded) {
+        (Some(rev), Some(p)) if worktree && p.commit == rev => (Some(p.listing), p.walked),
+        (Some(rev), _) => {
             let (l, w) = git.base_of(rev, cache.as_deref(), worktree)?;
             (Some(l), w)
         }
-        None => (None, None),
+        (None, _) => (None, None),
     };
     mark("listing");
     // What judging needs besides the delta depends on the spans alone, so

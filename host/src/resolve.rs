@@ -57,6 +57,22 @@ impl ScopeArgs {
         )
     }
 
+    /// [`ScopeArgs::resolve`] with [`resolve_beside`]'s `beside`.
+    pub fn resolve_beside<T: Send>(
+        &self,
+        ledger: Option<&Path>,
+        needs: Needs<'_>,
+        beside: impl FnOnce(&Repo) -> T + Send,
+    ) -> Result<(Resolved, Option<T>)> {
+        resolve_beside(
+            self.repo.repo.as_deref(),
+            self.config.config.as_deref(),
+            ledger,
+            needs,
+            beside,
+        )
+    }
+
     /// [`ScopeArgs::ledger`] for a command that starts a ledger
     /// (`capture`): outside a repository, only an explicit `--ledger` (a
     /// stray `./.agent-ledger` would hold the run where no `check` finds
@@ -158,6 +174,32 @@ pub fn resolve(
     ledger: Option<&Path>,
     needs: Needs<'_>,
 ) -> Result<Resolved> {
+    resolve_with(repo, config_file, ledger, needs, None::<fn(&Repo)>).map(|(r, _)| r)
+}
+
+/// [`resolve`], running `beside` on the repository (when there is one)
+/// while the configuration is read: `beside` gets no configuration, only
+/// what git found.
+pub fn resolve_beside<T: Send>(
+    repo: Option<&Path>,
+    config_file: Option<&Path>,
+    ledger: Option<&Path>,
+    needs: Needs<'_>,
+    beside: impl FnOnce(&Repo) -> T + Send,
+) -> Result<(Resolved, Option<T>)> {
+    resolve_with(repo, config_file, ledger, needs, Some(beside))
+}
+
+/// [`resolve`] and [`resolve_beside`]: without `beside`, on this thread
+/// alone (`batch` resolves before it leaves the network, which the kernel
+/// refuses to a process with a second thread: no pool may start here).
+fn resolve_with<T: Send>(
+    repo: Option<&Path>,
+    config_file: Option<&Path>,
+    ledger: Option<&Path>,
+    needs: Needs<'_>,
+    beside: Option<impl FnOnce(&Repo) -> T + Send>,
+) -> Result<(Resolved, Option<T>)> {
     let dir = repo.unwrap_or(Path::new("."));
     if !dir.is_dir() {
         return Err(Error::Missing(format!(
@@ -198,24 +240,36 @@ pub fn resolve(
         ConfigAt::LedgerOnly => ledger.is_some() && config_file.is_none(),
         _ => false,
     };
-    let config = match (at, &revision, config_file) {
-        _ if unread => config::LoadedConfig::absent("no configuration is read".into()),
-        (At::Revision(_), None, None) => {
-            config::LoadedConfig::absent("no commit to read agent-ledger.toml from".into())
+    let config = || match (at, &revision, config_file) {
+        _ if unread => Ok(config::LoadedConfig::absent(
+            "no configuration is read".into(),
+        )),
+        (At::Revision(_), None, None) => Ok(config::LoadedConfig::absent(
+            "no commit to read agent-ledger.toml from".into(),
+        )),
+        _ => config::load(repo.as_ref(), &root, at, config_file),
+    };
+    let (config, beside) = match (beside, &repo) {
+        (Some(beside), Some(r)) => {
+            let (config, beside) = rayon::join(config, || beside(r));
+            (config?, Some(beside))
         }
-        _ => config::load(repo.as_ref(), &root, at, config_file)?,
+        _ => (config()?, None),
     };
     let ledger = match ledger {
         Some(dir) => Ledger::new(dir),
         None => Ledger::new(root.join(&config.config.ledger)),
     };
-    Ok(Resolved {
-        repo,
-        root,
-        revision,
-        config,
-        ledger,
-    })
+    Ok((
+        Resolved {
+            repo,
+            root,
+            revision,
+            config,
+            ledger,
+        },
+        beside,
+    ))
 }
 
 /// What identifies a trial on the command line (`check`, `replay`).

@@ -38,14 +38,19 @@ impl ReconcileArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
         // The trace needs no repository: it is read and verified while git
         // finds the repository and its configuration (two child processes
-        // to wait for).
+        // to wait for). HEAD's listing (the base unless the trace or
+        // `--base` names another) is read beside the configuration.
         let (resolved, read) = rayon::join(
             || {
-                self.scope.resolve(
+                self.scope.resolve_beside(
                     ledger,
                     Needs {
                         repo: true,
                         config_at: ConfigAt::Head,
+                    },
+                    |repo| match self.base {
+                        Some(_) => None,
+                        None => crate::reconcile::BaseOf::of_head(repo),
                     },
                 )
             },
@@ -65,7 +70,7 @@ impl ReconcileArgs {
                 )
             },
         );
-        let resolved = resolved?;
+        let (resolved, preloaded) = resolved?;
         let root = &resolved.root;
         if relative_to(root, resolved.ledger.root()).is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(Error::Usage(format!(
@@ -89,6 +94,7 @@ impl ReconcileArgs {
                 ignored: resolved.config.config.trace.ignored,
                 require_mutation: self.require_mutation,
                 tree: crate::reconcile::Judged::Worktree,
+                preloaded: preloaded.flatten(),
             },
         )?;
         judged.print(self.output.format)?;

@@ -114,12 +114,13 @@ pub struct Trust<'a> {
 /// changed (the trace and its key are never counted either); `ignored`,
 /// whether git-ignored files count; `require_mutation`, whether no change
 /// at all is `no_mutation`; `tree`, the tree judged (the working tree, or a
-/// snapshot of it).
+/// snapshot of it); `preloaded`, the base's listing if it was read ahead.
 pub struct Judging<'a> {
     pub exclude: &'a [PathBuf],
     pub ignored: IgnoredPolicy,
     pub require_mutation: bool,
     pub tree: Judged<'a>,
+    pub preloaded: Option<super::BaseOf>,
 }
 
 /// A trace read and checked ([`read_trace`]): its spans, or where it was
@@ -167,6 +168,7 @@ pub fn judge_read(
         ignored,
         require_mutation,
         tree,
+        preloaded,
     } = how;
     let root = git.root.as_path();
     let verified = match read {
@@ -210,6 +212,7 @@ pub fn judge_read(
             .or(head),
         verified.auth.is_some(),
         tree,
+        preloaded,
     )?;
     let (code, result) = if !report.open.is_empty() {
         (ExitCode::OpenSpans, ReconcileResult::OpenSpans)

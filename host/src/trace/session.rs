@@ -265,6 +265,7 @@ pub fn end(trace_file: &Path, require_mutation: bool, pin: Option<&str>) -> Resu
                 git: &git,
                 tree: &snapshot,
             },
+            preloaded: None,
         },
     )?;
     if judged.code != ExitCode::Ok {
