@@ -231,6 +231,13 @@ pub enum Judged<'a> {
     },
 }
 
+/// The commit the spans start from (`None`: no commit yet) and, when it
+/// was read ahead, a base listing (used only if it is that commit's).
+pub struct Base<'a> {
+    pub commit: Option<&'a str>,
+    pub preloaded: Option<BaseOf>,
+}
+
 /// What [`crate::git::Repo::base_of`] read for `commit` (with the working
 /// tree's stat cache) ahead of [`reconcile`], which uses it only when its
 /// base is that commit and it judges the working tree.
@@ -314,7 +321,7 @@ fn changed_in_tree(git: &crate::git::Repo, base: &str, tree: &str) -> Result<BTr
 /// ledger); `ignored`: git-ignored files are part of the delta (`[trace]
 /// ignored = "deny"`); `base`: the full commit id the spans start from (a
 /// begun run's base, `--base`, else HEAD; `None`: no commit yet, see
-/// [`changed_paths`]); `begun`: the trace is a begun run's (then
+/// [`changed_paths`]) and its listing if read ahead; `begun`: the trace is a begun run's (then
 /// entries named `.git` below the top are changes too). Each path's first
 /// span must find what the base holds there, and each later span what the
 /// one before it left (`agent_ledger_trace::judge`): a break otherwise.
@@ -323,10 +330,9 @@ pub fn reconcile(
     spans: &[Span],
     exclude: &[Vec<u8>],
     ignored: bool,
-    base: Option<&str>,
+    base: Base<'_>,
     begun: bool,
     tree: Judged<'_>,
-    preloaded: Option<BaseOf>,
 ) -> Result<ReconcileReport> {
     let excluded = |p: &[u8]| {
         exclude
@@ -339,10 +345,10 @@ pub fn reconcile(
     let repo = git.root.as_path();
     // The revision the first span on each path starts from; a repository
     // without a commit starts from nothing.
-    let start = base.map(str::to_string);
+    let start = base.commit.map(str::to_string);
     let cache = crate::resolve::default_cache_dir();
     let worktree = matches!(tree, Judged::Worktree);
-    let (listing, walked) = match (start.as_deref(), preloaded) {
+    let (listing, walked) = match (start.as_deref(), base.preloaded) {
         (Some(rev), Some(p)) if worktree && p.commit == rev => (Some(p.listing), p.walked),
         (Some(rev), _) => {
             let (l, w) = git.base_of(rev, cache.as_deref(), worktree)?;

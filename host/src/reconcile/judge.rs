@@ -204,15 +204,17 @@ pub fn judge_read(
         &verified.spans,
         &exclude,
         ignored == IgnoredPolicy::Deny,
-        verified
-            .auth
-            .as_ref()
-            .map(|a| a.base.as_str())
-            .or(base)
-            .or(head),
+        super::Base {
+            commit: verified
+                .auth
+                .as_ref()
+                .map(|a| a.base.as_str())
+                .or(base)
+                .or(head),
+            preloaded,
+        },
         verified.auth.is_some(),
         tree,
-        preloaded,
     )?;
     let (code, result) = if !report.open.is_empty() {
         (ExitCode::OpenSpans, ReconcileResult::OpenSpans)
