@@ -174,6 +174,42 @@ fn compare_reports_each_kind_of_drift() {
 }
 
 #[test]
+fn compare_walks_roots_named_again_or_inside_another_once() {
+    // Roots are not in the dirHash: a lock may name them again, or one
+    // inside another, and still be consistent. Each path is compared once.
+    let dir = tempdir();
+    let d = dir.path();
+    fixture_tree(d);
+    capture_complete(d, "r");
+    run(d, &["lock", "--run", "r", "--root", "tests/fixtures"]).assert_code(0);
+    let mut lock = lock_json(d, "r");
+    let mut roots = vec![serde_json::json!("tests/fixtures/nested"); 1000];
+    roots.extend(vec![serde_json::json!("tests/fixtures"); 1000]);
+    lock["roots"] = roots.into();
+    write(
+        &d.join("many.lock.json"),
+        serde_json::to_vec(&lock).unwrap(),
+    );
+    run(d, &["lock", "--compare", "many.lock.json"]).assert_code(0);
+    write(&d.join("tests/fixtures/nested/b.txt"), "edited");
+    let out = run(
+        d,
+        &["lock", "--compare", "many.lock.json", "--format", "json"],
+    );
+    out.assert_code(3);
+    assert_eq!(
+        out.json()["changed"],
+        serde_json::json!(["tests/fixtures/nested/b.txt"])
+    );
+    // An inconsistent one is refused after one walk, not a thousand.
+    lock["dir_hash"] = "0".repeat(64).into();
+    write(&d.join("bad.lock.json"), serde_json::to_vec(&lock).unwrap());
+    let out = run(d, &["lock", "--compare", "bad.lock.json"]);
+    out.assert_code(65);
+    assert!(out.stderr.contains("dir_hash"), "{}", out.stderr);
+}
+
+#[test]
 fn compare_refuses_a_lock_with_a_row_removed() {
     let dir = tempdir();
     let d = dir.path();

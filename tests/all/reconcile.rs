@@ -357,6 +357,21 @@ fn a_malformed_trace_line_is_exit_65_with_its_number() {
 }
 
 #[test]
+fn a_bad_base_is_named_before_a_bad_trace_and_a_missing_trace_before_both() {
+    // The trace is read while git finds the repository; its errors still
+    // come in the order they always did.
+    let a = Agent::new();
+    std::fs::write(&a.trace, "not a trace line\n").unwrap();
+    let out = a.reconcile(&["--base", "no-such-revision"]);
+    out.assert_code(66);
+    assert!(out.stderr.contains("no-such-revision"), "{}", out.stderr);
+    std::fs::remove_file(&a.trace).unwrap();
+    let out = a.ledger(&["reconcile", "--base", "no-such-revision"], None);
+    out.assert_code(66);
+    assert!(out.stderr.contains("no trace"), "{}", out.stderr);
+}
+
+#[test]
 fn a_repository_mid_merge_reconciles_by_its_paths() {
     let a = Agent::new();
     let p = a.path();

@@ -242,10 +242,35 @@ fn lock_roots(lockfile: &Path, bytes: &[u8]) -> Result<Vec<String>> {
     struct Roots {
         roots: Vec<String>,
     }
-    match serde_json::from_slice::<Roots>(bytes) {
-        Ok(r) => Ok(r.roots),
-        Err(_) => Ok(ledger::parse_unhashed::<FixtureLock>(lockfile, bytes)?.roots),
-    }
+    let roots = match serde_json::from_slice::<Roots>(bytes) {
+        Ok(r) => r.roots,
+        Err(_) => ledger::parse_unhashed::<FixtureLock>(lockfile, bytes)?.roots,
+    };
+    Ok(covering(roots))
+}
+
+/// The roots of `roots` that no other one holds, each once: a scan of them
+/// finds every entry a scan of all would (the scan keeps each path once),
+/// so a lock naming a root many times, or roots inside roots, costs one
+/// walk of the tree, not one per root (and an inconsistent one is refused
+/// as soon as it has been parsed, not after thousands of walks).
+fn covering(mut roots: Vec<String>) -> Vec<String> {
+    roots.sort();
+    roots.dedup();
+    let named: std::collections::HashSet<&str> = roots.iter().map(String::as_str).collect();
+    // `a/b` is inside `a` and inside `` (the whole repository).
+    let inside_another = |root: &str| {
+        !root.is_empty()
+            && (named.contains("")
+                || root
+                    .match_indices('/')
+                    .any(|(at, _)| named.contains(&root[..at])))
+    };
+    roots
+        .iter()
+        .filter(|r| !inside_another(r))
+        .cloned()
+        .collect()
 }
 
 /// `lock --format json`: one of three documents.
@@ -289,4 +314,16 @@ pub enum LockResult {
     Match,
     /// It is not, or there was nothing to lock.
     FixtureMismatch,
+}
+
+#[cfg(test)]
+#[test]
+fn covering_keeps_each_outermost_root_once() {
+    let roots = |r: &[&str]| r.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        covering(roots(&["a/b", "a", "a-b", "ab", "a", "a/b/c", "x/a"])),
+        roots(&["a", "a-b", "ab", "x/a"])
+    );
+    assert_eq!(covering(roots(&["a", "", "b/c", ""])), roots(&[""]));
+    assert_eq!(covering(roots(&["a/", "a/b"])), roots(&["a/", "a/b"]));
 }

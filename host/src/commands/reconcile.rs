@@ -63,11 +63,12 @@ impl ReconcileArgs {
                         self.trace.display()
                     )));
                 }
-                read_trace(
+                // Its own errors come after `--base`'s, as they always have.
+                Ok(read_trace(
                     &self.trace,
                     self.trace_key.as_deref(),
                     self.key_pin.sha256.as_deref(),
-                )
+                ))
             },
         );
         let (resolved, preloaded) = resolved?;
@@ -83,6 +84,7 @@ impl ReconcileArgs {
             Some(rev) => Some(resolved.repo()?.resolve_commit(rev)?),
             None => None,
         };
+        let read = read?;
         let judged = judge_read(
             resolved.repo()?,
             resolved.revision.as_deref(),

@@ -5,7 +5,7 @@
 //! not read again; anything else is read and hashed.
 //!
 //! Why this can be trusted:
-//! - The entry is sealed (`wasm::seal`: HMAC-SHA256 under the per-user
+//! - The entry is sealed (`wasm::seal`: keyed BLAKE3 under a key derived from the per-user
 //!   cache key, the key the test command and `trace exec` never see) over
 //!   the tree's path and the base commit, so a forged or edited file is
 //!   ignored. A replayed old one only says what was true: a file still

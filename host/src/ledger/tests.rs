@@ -226,6 +226,33 @@ fn parse_record_accepts_its_own_kind_and_hashes_the_exact_bytes() {
 }
 
 #[test]
+fn parse_record_refuses_a_key_named_twice_at_any_depth() {
+    // serde_json's `Value` would keep the last `verdict`; a reader keeping
+    // the first would see another record.
+    let text = record_json(1, "verdict");
+    let twice = text.replacen('{', "{\"verdict\":\"reject\",", 1);
+    let err = parse_err(&twice);
+    assert!(
+        err.contains("ambiguous JSON: the key `verdict` appears twice"),
+        "{err}"
+    );
+    // Deeper down: a lock's entry that names two digests.
+    let entry = |sha: &str| {
+        format!(
+            r#"{{"schema":1,"record":"fixture_lock","run_id":"r","transcript_sha256":"t","base_revision":null,"roots":["f"],"count":1,"dir_hash":"d","files":[{{"path":"f/a","kind":"file","size":1,{sha}}}]}}"#
+        )
+    };
+    let lock = |text: &str| {
+        parse_record::<crate::record::FixtureLock>(Path::new("l.json"), text.as_bytes())
+            .map(|l| l.record.files[0].sha256.clone())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(lock(&entry(r#""sha256":"b""#)).unwrap(), "b");
+    let err = lock(&entry(r#""sha256":"a","sha256":"b""#)).unwrap_err();
+    assert!(err.contains("the key `sha256` appears twice"), "{err}");
+}
+
+#[test]
 fn parse_record_refuses_a_newer_schema() {
     assert_eq!(
         parse_err(&record_json(2, "verdict")),

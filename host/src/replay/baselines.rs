@@ -17,7 +17,7 @@
 //! upgrade elsewhere (a system library under `/usr/lib` alone) is not
 //! seen: `--no-cache` or a new cache directory after one
 //! (docs/design/threat-model.md, "Known limits"). Entries are sealed with
-//! the per-user key of the compile cache (HMAC-SHA256): one that does not
+//! a key derived from the compile cache's per-user key (`wasm::seal`, keyed BLAKE3): one that does not
 //! verify is ignored and the base runs again. Only a run that finished on
 //! its own and wrote a report is cached: a timeout under load is never
 //! kept.

@@ -351,12 +351,16 @@ fn entry_mac(domain: &str, id: &str, body: &[u8]) -> Option<blake3::Hash> {
 const SEAL_CONTEXT: &str = "agent-ledger sealed cache entry v1";
 
 /// Keyed BLAKE3 over the domain, the id and the body, the first two each
-/// ended by a NUL (which neither holds).
+/// after its length (8 bytes, little-endian), so that no split of the same
+/// bytes into another domain, id and body has the same tag (ids hold NULs:
+/// `commit NUL format`).
 fn tag(key: &[u8; KEY_LEN], domain: &str, id: &str, body: &[u8]) -> blake3::Hash {
     let mut mac = blake3::Hasher::new_keyed(key);
-    for part in [domain.as_bytes(), b"\0", id.as_bytes(), b"\0", body] {
-        mac.update(part);
+    for field in [domain.as_bytes(), id.as_bytes()] {
+        mac.update(&(field.len() as u64).to_le_bytes());
+        mac.update(field);
     }
+    mac.update(body);
     mac.finalize()
 }
 
@@ -372,15 +376,18 @@ fn a_seal_tag_binds_key_domain_id_and_body() {
         tag(&key, "d", "ie", b"body"),
         tag(&key, "d", "id", b"bodY"),
         tag(&key, "d", "id", b"body\0"),
-        // The NUL after the id keeps id and body apart.
+        // The lengths keep domain, id and body apart.
         tag(&key, "d", "idb", b"ody"),
+        tag(&key, "di", "d", b"body"),
+        tag(&key, "d", "id\0x", b"body"),
+        tag(&key, "d", "id", b"\0xbody"),
     ] {
         assert_ne!(base, other);
     }
     // Keyed BLAKE3 as its reference defines it: the key changes the hash.
     assert_ne!(
         tag(&[0u8; KEY_LEN], "", "", b"").as_bytes(),
-        blake3::hash(b"\0\0").as_bytes()
+        blake3::hash(&[0u8; 16]).as_bytes()
     );
 }
 
