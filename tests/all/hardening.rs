@@ -342,6 +342,32 @@ fn a_replay_run_by_a_user_other_than_root_is_isolated() {
     assert_eq!(repo.properties("r")["network"], "isolated");
 }
 
+// `replay` and `verify --replay` replay as `check` does: as a user other
+// than root, under CI (where a replay that cannot leave the network stops
+// with exit 70), each one is isolated.
+#[test]
+fn replay_and_verify_replay_by_a_user_other_than_root_are_isolated() {
+    let repo = DemoRepo::new();
+    repo.capture("r", "good");
+    let cache = cache_dir();
+    let mut c = command(repo.path());
+    c.args(["check", "--run", "r", "--base", &repo.base, "--cache-dir"])
+        .arg(&cache);
+    run_command(c, &[], None).assert_code(0);
+    for args in [
+        &["replay", "--run", "r", "--base", &repo.base][..],
+        &["verify", "--replay", "--run", "r"][..],
+    ] {
+        let mut c = command(repo.path());
+        c.args(args)
+            .env("AGENT_LEDGER_CACHE_DIR", &cache)
+            .env("CI", "true");
+        let out = run_command(as_unprivileged(&c), &[], None);
+        assert_eq!(out.code, 0, "{args:?}\n{}{}", out.stdout, out.stderr);
+        assert!(!out.stderr.contains("isolat"), "{args:?}\n{}", out.stderr);
+    }
+}
+
 // A run key handed over on a descriptor makes the process non-dumpable,
 // whose `/proc/self/uid_map` is then root's: a non-root replay holding one
 // could not write its user namespace's maps, and was not isolated.
