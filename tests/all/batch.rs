@@ -220,6 +220,8 @@ fn bad_lines_are_named_and_do_not_stop_the_others() {
             r#"{"run": "x", "body": "b.diff", "repo": ".", "base": "HEAD", "colour": "red"}"#,
             "not json",
             r#"{"run": "../escape", "body": "b.diff", "repo": ".", "base": "HEAD"}"#,
+            r#"{"run": "y", "body": "b.diff", "repo": ".", "base": "HEAD", "extract": "nope"}"#,
+            r#"{"run": "z", "body": "b.diff", "repo": ".", "base": "HEAD"} and more"#,
         ],
     );
     let out = batch(repo.path(), &ledger, &m, &[]);
@@ -230,7 +232,7 @@ fn bad_lines_are_named_and_do_not_stop_the_others() {
         .iter()
         .filter_map(|t| t["error"].as_str().map(str::to_string))
         .collect();
-    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert_eq!(errors.len(), 6, "{errors:#?}");
     assert!(
         errors[0].contains("manifest.jsonl:2") && errors[0].contains("also on line 1"),
         "{}",
@@ -246,6 +248,17 @@ fn bad_lines_are_named_and_do_not_stop_the_others() {
         errors[3].contains("manifest.jsonl:5") && errors[3].contains("run"),
         "{}",
         errors[3]
+    );
+    // A bad value names its field; nothing may follow the object.
+    assert!(
+        errors[4].contains("manifest.jsonl:6: field `extract`: unknown variant `nope`"),
+        "{}",
+        errors[4]
+    );
+    assert!(
+        errors[5].contains("manifest.jsonl:7: trailing characters"),
+        "{}",
+        errors[5]
     );
     assert!(ledger.join("verdicts/good.json").exists());
     // Plain lines on a non-terminal, one per trial.

@@ -135,7 +135,16 @@ pub fn read_manifest(
         if raw.is_empty() || raw.starts_with('#') {
             continue;
         }
-        let parsed = serde_json::from_str::<ManifestLine>(raw)
+        // The error names the field (`field `log_parser`: unknown variant
+        // ...`), not only a column.
+        let mut de = serde_json::Deserializer::from_str(raw);
+        let parsed = serde_path_to_error::deserialize::<_, ManifestLine>(&mut de)
+            .map_err(|e| match e.path().to_string().as_str() {
+                "." => e.inner().to_string(),
+                at => format!("field `{at}`: {}", e.inner()),
+            })
+            // Nothing may follow the object on its line.
+            .and_then(|l| de.end().map(|()| l).map_err(|e| e.to_string()))
             .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
             .and_then(|l| {
                 check_line(l, dir).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
