@@ -257,7 +257,7 @@ pub fn parse_unhashed<T: Record>(path: &Path, bytes: &[u8]) -> Result<T> {
     // no tree of values in between (a 10,000-file lock is 1.8 MB);
     // anything else (a duplicate key, a wrong type, not JSON, a schema or
     // kind not this one) takes the path below, which decides and words the
-    // error exactly as it always has.
+    // error (a key named twice is refused there, whichever key it is).
     if let Ok(record) = serde_json::from_slice::<T>(bytes)
         && record.schema() != 0
         && record.schema() <= SCHEMA
