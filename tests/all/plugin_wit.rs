@@ -58,7 +58,7 @@ fn the_world_imports_exactly_what_the_host_links() {
         .collect();
     assert_eq!(
         imports, allowed,
-        "the `plugin` world and the linker's allowlist (host/src/sandbox/linker.rs) disagree"
+        "the `plugin` world and the linker's allowlist (host/src/wasm/linker.rs) disagree"
     );
     for name in &imports {
         assert!(

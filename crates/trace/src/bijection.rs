@@ -83,15 +83,33 @@ pub struct Break<'a> {
 /// normalisation-insensitive file system: NFD, lower case, NFC (bytes that
 /// are not UTF-8: ASCII lower case only).
 pub fn fold(path: &[u8]) -> Vec<u8> {
+    // NFD and NFC leave ASCII as it is, and its Unicode lower case is its
+    // ASCII lower case: the usual path skips both passes.
+    if path.is_ascii() {
+        return path.to_ascii_lowercase();
+    }
     match std::str::from_utf8(path) {
-        Ok(s) => s
-            .nfd()
-            .collect::<String>()
-            .to_lowercase()
-            .nfc()
-            .collect::<String>()
-            .into_bytes(),
+        Ok(s) => fold_unicode(s),
         Err(_) => path.to_ascii_lowercase(),
+    }
+}
+
+fn fold_unicode(s: &str) -> Vec<u8> {
+    s.nfd()
+        .collect::<String>()
+        .to_lowercase()
+        .nfc()
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[cfg(test)]
+#[test]
+fn ascii_folds_as_unicode_does() {
+    let every: String = (0u8..128).map(char::from).collect();
+    assert_eq!(fold(every.as_bytes()), fold_unicode(&every));
+    for s in ["Src/Main.RS", "README", "a-B_c.D", ""] {
+        assert_eq!(fold(s.as_bytes()), fold_unicode(s), "{s}");
     }
 }
 

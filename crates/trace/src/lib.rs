@@ -17,6 +17,8 @@
 //!   against the base revision).
 //! - [`entry`] is what `before` and `after` record: the content's sha256,
 //!   with the type and mode.
+//! - [`UniqueKeys`] refuses JSON in which an object names a key twice (a
+//!   trace line here; a ledger record in the host).
 //!
 //! No I/O and no clock: the host and the guest read the trace, the delta and
 //! the files their own way, and build for their own target (the guest for
@@ -26,6 +28,7 @@ mod bijection;
 pub mod entry;
 mod line;
 mod parse;
+mod unique;
 
 pub use bijection::{Break, HashMiss, Judgement, Owned, fold, judge};
 pub use line::{Event, Line, MAC_DOMAIN, Op, SCHEMA, SCHEMAS_READ, Seal, SealEvent, Status};
@@ -33,6 +36,7 @@ pub use parse::{
     Chain, Malformed, ParseError, PathError, Signed, Span, Trace, check_relative, line_sha256,
     parse, parse_trace,
 };
+pub use unique::UniqueKeys;
 
 #[cfg(test)]
 mod tests;

@@ -274,6 +274,10 @@ fn parse_line(raw: &[u8]) -> Result<Parsed, Malformed> {
     }
     let value: serde_json::Value =
         serde_json::from_slice(raw).map_err(|e| Malformed::NotALine(e.to_string()))?;
+    // `Value` keeps the last of two equal keys (the typed read above
+    // refuses them): such a line is refused here too, not read one way.
+    serde_json::from_slice::<crate::UniqueKeys>(raw)
+        .map_err(|e| Malformed::NotALine(format!("ambiguous JSON: {e}")))?;
     let seal = matches!(
         value.get("event").and_then(|e| e.as_str()),
         Some("begin" | "end")

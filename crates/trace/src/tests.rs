@@ -152,6 +152,33 @@ fn an_unknown_field_or_op_is_refused() {
 }
 
 #[test]
+fn a_line_that_names_a_key_twice_is_refused() {
+    // One reader keeps the first `path`, another the last: the line says
+    // two things, and is read neither way.
+    let open_line = open("1", "write", "a").to_string();
+    let twice = open_line.replacen("\"path\":\"a\"", "\"path\":\"a\",\"path\":\"b\"", 1);
+    assert_ne!(twice, open_line);
+    let close_line = close("1", "write", "b", Some(A)).to_string();
+    let e = parse(format!("{twice}\n{close_line}\n").as_bytes()).unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(matches!(e.reason, Malformed::NotALine(_)), "{e}");
+    assert!(
+        e.to_string().contains("the key `path` appears twice"),
+        "{e}"
+    );
+    // A begin line (read the other way) too, and a key inside a nested
+    // value is no exception.
+    let b = begin("r1").to_string();
+    let twice = b.replacen("\"agent\":\"a1\"", "\"agent\":\"a1\",\"agent\":\"a2\"", 1);
+    assert_ne!(twice, b);
+    let e = parse(format!("{twice}\n").as_bytes()).unwrap_err();
+    assert!(
+        e.to_string().contains("the key `agent` appears twice"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_line_needs_exactly_one_of_path_and_path_hex() {
     let mut both = open("1", "write", "a");
     both["path_hex"] = json!("62");
