@@ -316,6 +316,58 @@ fn changed_in_tree(git: &crate::git::Repo, base: &str, tree: &str) -> Result<BTr
         .collect())
 }
 
+/// What each of `paths` holds in the judged tree, as a span records it:
+/// what the working tree's walk read (`wanted`), else read now (the working
+/// tree in parallel, a snapshot from its tree object).
+fn held_now(
+    tree: Judged<'_>,
+    repo: &Path,
+    paths: &[&[u8]],
+    wanted: &crate::git::Wanted<'_>,
+) -> Result<std::collections::BTreeMap<Vec<u8>, Result<Option<String>>>> {
+    match tree {
+        Judged::Worktree => {
+            let (read, unread): (Vec<&[u8]>, Vec<&[u8]>) =
+                paths.iter().partition(|p| wanted.get(p).is_some());
+            let mut held: std::collections::BTreeMap<_, _> = read
+                .into_iter()
+                .map(|p| (p.to_vec(), Ok(wanted.get(p).map(str::to_string))))
+                .collect();
+            if !unread.is_empty() {
+                let dir = open_tree(repo)?;
+                held.extend(
+                    unread
+                        .par_iter()
+                        .map(|p| (p.to_vec(), entry_in(&dir, repo, p)))
+                        .collect::<Vec<_>>(),
+                );
+            }
+            Ok(held)
+        }
+        Judged::Snapshot { git, tree } => {
+            // A path no tree can hold is an error once owned, as a path the
+            // working tree cannot open is.
+            let (nameable, not): (Vec<&[u8]>, Vec<&[u8]>) =
+                paths.iter().partition(|p| crate::git::Repo::nameable(p));
+            let mut held: std::collections::BTreeMap<_, _> = git
+                .entries_at(tree, &nameable)?
+                .into_iter()
+                .map(|(p, held)| (p, Ok(held)))
+                .collect();
+            for p in not {
+                held.insert(
+                    p.to_vec(),
+                    Err(Error::data(
+                        Path::new(&display_path(p)),
+                        crate::git::Repo::UNNAMEABLE,
+                    )),
+                );
+            }
+            Ok(held)
+        }
+    }
+}
+
 /// Judges spans against `git`'s working tree (or a snapshot of it).
 /// `exclude` are paths never counted as changed (the trace file itself, the
 /// ledger); `ignored`: git-ignored files are part of the delta (`[trace]
@@ -376,10 +428,18 @@ pub fn reconcile(
         .map(|s| s.path.as_slice())
         .collect();
     let closed: Vec<&[u8]> = closed.into_iter().collect();
+    // A working tree's walk hashes the closed spans' files it reads anyway
+    // (a changed tracked file, a new one) for what they hold now too.
+    let wanted = crate::git::Wanted::new(&closed);
     let walk = || match tree {
-        Judged::Worktree => {
-            changed_against(git, start.as_deref(), listing.as_ref(), walked, ignored)
-        }
+        Judged::Worktree => changed_against(
+            git,
+            start.as_deref(),
+            listing.as_ref(),
+            walked,
+            ignored,
+            Some(&wanted),
+        ),
         Judged::Snapshot { git, tree } => changed_in_tree(
             git,
             start
@@ -388,53 +448,23 @@ pub fn reconcile(
             tree,
         ),
     };
-    // What the judged tree holds at each closed span's path: the working
-    // tree is hashed in parallel (on a large delta, the cost reconcile adds
-    // to `git status`). A path that cannot be read is an error only once
-    // the judgement owns it (a phantom's path is never read for it).
-    type Held = std::collections::BTreeMap<Vec<u8>, Result<Option<String>>>;
-    let now = || -> Result<Held> {
-        match tree {
-            Judged::Worktree => {
-                let dir = open_tree(repo)?;
-                Ok(closed
-                    .par_iter()
-                    .map(|p| (p.to_vec(), entry_in(&dir, repo, p)))
-                    .collect())
-            }
-            Judged::Snapshot { git, tree } => {
-                // A path no tree can hold is an error once owned, as a
-                // path the working tree cannot open is.
-                let (nameable, not): (Vec<&[u8]>, Vec<&[u8]>) =
-                    closed.iter().partition(|p| crate::git::Repo::nameable(p));
-                let mut held: Held = git
-                    .entries_at(tree, &nameable)?
-                    .into_iter()
-                    .map(|(p, held)| (p, Ok(held)))
-                    .collect();
-                for p in not {
-                    held.insert(
-                        p.to_vec(),
-                        Err(Error::data(
-                            Path::new(&display_path(p)),
-                            crate::git::Repo::UNNAMEABLE,
-                        )),
-                    );
-                }
-                Ok(held)
-            }
-        }
-    };
-    let (changed, mut now, mut at_start) = std::thread::scope(|scope| {
+    let (changed, early, mut at_start) = std::thread::scope(|scope| {
         let at_start = scope.spawn(|| match &listing {
             Some(l) => git.entries_in(l, &span_paths),
             None => Ok(Default::default()),
         });
-        let (changed, now) = rayon::join(walk, now);
+        // A snapshot's entries come from git, read beside its diff.
+        let (changed, early) = match tree {
+            Judged::Worktree => (walk(), None),
+            Judged::Snapshot { .. } => {
+                let (changed, held) = rayon::join(walk, || held_now(tree, repo, &closed, &wanted));
+                (changed, Some(held))
+            }
+        };
         let at_start = at_start
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok::<_, Error>((changed?, now?, at_start?))
+        Ok::<_, Error>((changed?, early.transpose()?, at_start?))
     })?;
     mark("walk");
     let mut delta: BTreeSet<Vec<u8>> = changed.into_iter().filter(|p| !excluded(p)).collect();
@@ -446,6 +476,16 @@ pub fn reconcile(
         delta.extend(dot_git_entries(repo)?);
     }
     let judged = agent_ledger_trace::judge(spans, &delta);
+    // What the judged tree holds at each owned path, where the walk did
+    // not read it already. A path that cannot be read is an error only
+    // once the judgement owns it (a phantom's path is never read for it).
+    let mut now = match early {
+        Some(held) => held,
+        None => {
+            let owned: Vec<&[u8]> = judged.owned.iter().map(|o| o.path).collect();
+            held_now(tree, repo, &owned, &wanted)?
+        }
+    };
     let mut misses = Vec::new();
     for owned in &judged.owned {
         let held = now.remove(owned.path).transpose()?.flatten();

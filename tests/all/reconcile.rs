@@ -166,6 +166,58 @@ fn a_delete_whose_path_came_back_is_a_hash_miss() {
 }
 
 #[test]
+fn bytes_changed_after_a_write_closed_are_a_hash_miss_whoever_reads_them() {
+    // The walk reads a changed tracked file and a new one once, for the
+    // delta and for what they hold; a link and a file whose mode changed
+    // are read apart. Each, rewritten behind the adapter's back, is a miss
+    // with what it holds now.
+    use std::os::unix::fs::PermissionsExt;
+    let a = Agent::new();
+    a.honest_edits();
+    a.write("src/util.sh", b"echo hi\n").assert_code(0);
+    a.write("link", b"target\n").assert_code(0);
+    a.reconcile(&[]).assert_code(0);
+    std::fs::write(a.path().join("src/retry.py"), "tampered\n").unwrap();
+    std::fs::write(a.path().join("docs/notes.md"), "# tampered\n").unwrap();
+    std::fs::set_permissions(
+        a.path().join("src/util.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::remove_file(a.path().join("link")).unwrap();
+    std::os::unix::fs::symlink("target\n", a.path().join("link")).unwrap();
+    let out = a.reconcile(&["--format", "json"]);
+    out.assert_code(1);
+    let report = &out.json()["report"];
+    let sha = |b: &[u8]| agent_ledger::digest::sha256_hex(b);
+    let misses: Vec<(String, String)> = report["hash_misses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap().to_string(),
+                m["actual"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        misses,
+        [
+            ("docs/notes.md".to_string(), sha(b"# tampered\n")),
+            ("link".to_string(), format!("120000:{}", sha(b"target\n"))),
+            ("src/retry.py".to_string(), sha(b"tampered\n")),
+            (
+                "src/util.sh".to_string(),
+                format!("100755:{}", sha(b"echo hi\n"))
+            ),
+        ],
+        "{report}"
+    );
+    assert_eq!(report["ghosts"], serde_json::json!([]), "{report}");
+}
+
+#[test]
 fn the_last_closed_span_judges_a_path() {
     let a = Agent::new();
     a.write("notes.txt", b"one\n").assert_code(0);

@@ -36,34 +36,17 @@ impl BlobHasher {
     }
 
     /// Hashes everything `file` (of `size` bytes when it was looked at)
-    /// holds; returns how many bytes that was. A file smaller than the
-    /// buffer is read with one call: a read of a regular file that returns
-    /// less than it was asked for has met the end.
-    pub(super) fn read_from(&mut self, mut file: std::fs::File, size: u64) -> std::io::Result<u64> {
-        use std::io::Read;
-        thread_local! {
-            static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 128 * 1024]);
-        }
-        BUF.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            let mut total = 0u64;
-            loop {
-                let want = match usize::try_from(size + 1) {
-                    Ok(w) if total == 0 && w < buf.len() => w,
-                    _ => buf.len(),
-                };
-                match file.read(&mut buf[..want]) {
-                    Ok(0) => return Ok(total),
-                    Ok(n) => {
-                        self.update(&buf[..n]);
-                        total += n as u64;
-                        if n < want && want < buf.len() {
-                            return Ok(total);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
+    /// holds, into `also` too when given; returns how many bytes that was.
+    pub(super) fn read_from(
+        &mut self,
+        file: std::fs::File,
+        size: u64,
+        mut also: Option<&mut sha2::Sha256>,
+    ) -> std::io::Result<u64> {
+        read_all(file, size, |chunk| {
+            self.update(chunk);
+            if let Some(a) = also.as_deref_mut() {
+                sha2::Digest::update(a, chunk);
             }
         })
     }
@@ -75,6 +58,43 @@ impl BlobHasher {
             BlobHasher::Sha256(h) => hex::encode(h.finalize()),
         }
     }
+}
+
+/// Hands everything `file` (of `size` bytes when it was looked at) holds
+/// to `each`, a chunk at a time; returns how many bytes that was. A file
+/// smaller than the buffer is read with one call: a read of a regular file
+/// that returns less than it was asked for has met the end.
+pub(super) fn read_all(
+    mut file: std::fs::File,
+    size: u64,
+    mut each: impl FnMut(&[u8]),
+) -> std::io::Result<u64> {
+    use std::io::Read;
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 128 * 1024]);
+    }
+    BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        let mut total = 0u64;
+        loop {
+            let want = match usize::try_from(size + 1) {
+                Ok(w) if total == 0 && w < buf.len() => w,
+                _ => buf.len(),
+            };
+            match file.read(&mut buf[..want]) {
+                Ok(0) => return Ok(total),
+                Ok(n) => {
+                    each(&buf[..n]);
+                    total += n as u64;
+                    if n < want && want < buf.len() {
+                        return Ok(total);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    })
 }
 
 #[cfg(test)]

@@ -71,16 +71,74 @@ struct Walk<'a> {
     listing: &'a Listing,
     seen: Vec<AtomicBool>,
     cache: Option<&'a StatCache>,
+    wanted: Option<&'a Wanted<'a>>,
+}
+
+/// Paths whose entries a caller wants as a span records them
+/// (`agent_ledger_trace::entry`: a regular file's sha256 with its kind),
+/// taken from the walk's own read of each such file it reads anyway (a
+/// tracked file whose stat data is not known, or a new one): one read, not
+/// two. A path the walk does not read so (absent, a link, one whose size
+/// changed while it was read, one the stat cache vouched for) has no entry
+/// here, and the caller reads it itself.
+pub struct Wanted<'a> {
+    /// Sorted, distinct.
+    paths: &'a [&'a [u8]],
+    held: Vec<std::sync::OnceLock<String>>,
+}
+
+impl<'a> Wanted<'a> {
+    /// `paths`: sorted and distinct.
+    pub fn new(paths: &'a [&'a [u8]]) -> Wanted<'a> {
+        debug_assert!(paths.windows(2).all(|w| w[0] < w[1]));
+        Wanted {
+            paths,
+            held: paths.iter().map(|_| std::sync::OnceLock::new()).collect(),
+        }
+    }
+
+    fn slot(&self, path: &[u8]) -> Option<&std::sync::OnceLock<String>> {
+        let i = self.paths.binary_search(&path).ok()?;
+        self.held.get(i)
+    }
+
+    /// What the walk read at `path`.
+    pub fn get(&self, path: &[u8]) -> Option<&str> {
+        self.slot(path)?.get().map(String::as_str)
+    }
+
+    /// Records `path`'s entry: `meta` is the open file's, `read` how many
+    /// bytes were hashed into `sha256`; kept only if that is its size.
+    fn record(&self, path: &[u8], meta: &std::fs::Metadata, read: u64, sha256: sha2::Sha256) {
+        use sha2::Digest;
+        use std::os::unix::fs::MetadataExt;
+        if read != meta.len() || !meta.is_file() {
+            return;
+        }
+        if let Some(slot) = self.slot(path) {
+            let kind = agent_ledger_trace::entry::Kind::of_file_mode(meta.mode());
+            let hex = hex::encode(sha256.finalize());
+            let _ = slot.set(agent_ledger_trace::entry::digest(kind, &hex));
+        }
+    }
 }
 
 /// Compares the working tree at `root` with `listing`; `cache`: what an
 /// earlier walk of this tree against this listing learnt (a file whose
-/// stat data it recorded is not read), and where this walk records.
-pub fn worktree_delta(root: &Path, listing: &Listing, cache: Option<&StatCache>) -> Result<Delta> {
+/// stat data it recorded is not read), and where this walk records;
+/// `wanted`: paths whose entries the caller wants from the files the walk
+/// reads.
+pub fn worktree_delta(
+    root: &Path,
+    listing: &Listing,
+    cache: Option<&StatCache>,
+    wanted: Option<&Wanted<'_>>,
+) -> Result<Delta> {
     let walk = Walk {
         root,
         listing,
         cache,
+        wanted,
         seen: (0..listing.len()).map(|_| AtomicBool::new(false)).collect(),
     };
     let top = nix::fcntl::open(
@@ -109,6 +167,24 @@ pub fn worktree_delta(root: &Path, listing: &Listing, cache: Option<&StatCache>)
     })
 }
 
+/// A directory entry's name (`names[at..end]`, with its NUL), its kind if
+/// the directory said, and its first bytes as a number to sort by.
+struct Item {
+    key: u64,
+    at: usize,
+    end: usize,
+    kind: Option<Kind>,
+}
+
+/// The first eight bytes of `name` (NUL-terminated), big-endian: names
+/// ordered by it and then by their bytes are in byte order.
+fn sort_key(name: &[u8]) -> u64 {
+    let mut key = [0u8; 8];
+    let n = name.len().saturating_sub(1).min(8);
+    key[..n].copy_from_slice(&name[..n]);
+    u64::from_be_bytes(key)
+}
+
 /// What kind a directory entry is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -128,16 +204,6 @@ fn kind_of_mode(mode: u32) -> Kind {
     }
 }
 
-fn join(rel: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(rel.len() + 1 + name.len());
-    if !rel.is_empty() {
-        p.extend_from_slice(rel);
-        p.push(b'/');
-    }
-    p.extend_from_slice(name);
-    p
-}
-
 impl Walk<'_> {
     fn path(&self, rel: &[u8]) -> std::path::PathBuf {
         self.root.join(OsStr::from_bytes(rel))
@@ -148,11 +214,14 @@ impl Walk<'_> {
     fn dir(&self, fd: OwnedFd, rel: &[u8], tracked: bool) -> Result<Found> {
         let mut dir =
             nix::dir::Dir::from(fd).map_err(|e| Error::read(&self.path(rel), e.into()))?;
-        let mut names: Vec<(std::ffi::CString, Option<Kind>)> = Vec::new();
+        // Every name, NUL-terminated, in one buffer: a large tree's walk
+        // allocates per directory, not per entry.
+        let mut names: Vec<u8> = Vec::new();
+        let mut items: Vec<Item> = Vec::new();
         for entry in dir.iter() {
             let entry = entry.map_err(|e| Error::read(&self.path(rel), e.into()))?;
-            let name = entry.file_name();
-            if matches!(name.to_bytes(), b"." | b".." | b".git") {
+            let name = entry.file_name().to_bytes_with_nul();
+            if matches!(name, b".\0" | b"..\0" | b".git\0") {
                 continue;
             }
             let kind = entry.file_type().map(|t| match t {
@@ -161,24 +230,53 @@ impl Walk<'_> {
                 nix::dir::Type::Symlink => Kind::Link,
                 _ => Kind::Other,
             });
-            names.push((name.to_owned(), kind));
+            items.push(Item {
+                key: sort_key(name),
+                at: names.len(),
+                end: names.len() + name.len(),
+                kind,
+            });
+            names.extend_from_slice(name);
         }
+        // In name order, which is the listing's order for a directory's
+        // files: most lookups then find their entry right after the last
+        // one (`Listing::find_after`), in memory just read.
+        items.sort_unstable_by(|a, b| {
+            a.key
+                .cmp(&b.key)
+                .then_with(|| names[a.at..a.end].cmp(&names[b.at..b.end]))
+        });
         let dirfd = dir.as_raw_fd();
-        names
+        // `rel/` (nothing at the top), to which each name is appended.
+        let mut prefix = rel.to_vec();
+        if !prefix.is_empty() {
+            prefix.push(b'/');
+        }
+        items
             .par_iter()
-            .map(|(name, kind)| self.entry(dirfd, rel, name, *kind, tracked))
+            .map_init(
+                || (prefix.clone(), None),
+                |(path, last), item| {
+                    let name = CStr::from_bytes_with_nul(&names[item.at..item.end])
+                        .map_err(|_| Error::Internal("a name with a NUL".into()))?;
+                    path.truncate(prefix.len());
+                    path.extend_from_slice(name.to_bytes());
+                    self.entry(dirfd, path, name, item.kind, tracked, last)
+                },
+            )
             .try_reduce(Found::default, |a, b| Ok(a.merge(b)))
     }
 
+    /// The entry `cname` of `dirfd`, at `path` in the tree.
     fn entry(
         &self,
         dirfd: RawFd,
-        rel: &[u8],
+        path: &[u8],
         cname: &CStr,
         kind: Option<Kind>,
         tracked: bool,
+        last: &mut Option<usize>,
     ) -> Result<Found> {
-        let path = join(rel, cname.to_bytes());
         let mut found = Found::default();
         let kind = match kind {
             Some(k) => k,
@@ -187,55 +285,58 @@ impl Walk<'_> {
                 Ok(st) => kind_of_mode(st.st_mode),
                 // Gone since it was listed: not what the base holds.
                 Err(Errno::ENOENT) => {
-                    found.changed.push(path);
+                    found.changed.push(path.to_vec());
                     return Ok(found);
                 }
-                Err(e) => return Err(Error::read(&self.path(&path), e.into())),
+                Err(e) => return Err(Error::read(&self.path(path), e.into())),
             },
         };
         let index = if tracked {
-            self.listing.find(path.as_slice())
+            self.listing.find_after(path, *last)
         } else {
             None
         };
         if let Some(i) = index {
             self.seen[i].store(true, Ordering::Relaxed);
+            *last = Some(i);
         }
-        let base = index.map(|i| self.listing.entry(i));
         if kind == Kind::Dir {
-            let sub_tracked = tracked && self.listing.dirs.contains(path.as_slice());
+            let sub_tracked = tracked && self.listing.dirs.contains(path);
             let fd = match open_at(dirfd, cname, OFlag::O_DIRECTORY) {
                 Ok(fd) => fd,
                 Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => {
-                    found.changed.push(path);
+                    found.changed.push(path.to_vec());
                     return Ok(found);
                 }
-                Err(e) => return Err(Error::read(&self.path(&path), e.into())),
+                Err(e) => return Err(Error::read(&self.path(path), e.into())),
             };
             let repo = holds_dot_git(&fd);
-            if let Some(b) = base {
-                if b.mode == GITLINK {
+            if let Some(mode) = index.map(|i| self.listing.mode(i)) {
+                if mode == GITLINK {
                     if repo {
-                        found.submodule = Some(path);
+                        found.submodule = Some(path.to_vec());
                         return Ok(found);
                     }
                     // Unpopulated: whatever is in it is a change.
-                    return self.dir(fd, &path, false);
+                    return self.dir(fd, path, false);
                 }
                 // A file became a directory: the file is gone (not marked
                 // seen would say so too) and everything in it is new.
-                found.changed.push(path.clone());
+                found.changed.push(path.to_vec());
             }
             if repo && !sub_tracked {
-                let mut p = path;
+                let mut p = path.to_vec();
                 p.push(b'/');
                 found.untracked.push(p);
                 return Ok(found);
             }
-            return self.dir(fd, &path, sub_tracked);
+            return self.dir(fd, path, sub_tracked);
         }
         let Some(i) = index else {
-            found.untracked.push(path);
+            if kind == Kind::File {
+                self.hash_new(dirfd, cname, path);
+            }
+            found.untracked.push(path.to_vec());
             return Ok(found);
         };
         if let (Some(cache), Kind::File) = (self.cache, kind)
@@ -247,8 +348,8 @@ impl Walk<'_> {
             cache.confirm(i, known);
             return Ok(found);
         }
-        if !self.same(dirfd, cname, &path, kind, i)? {
-            found.changed.push(path);
+        if !self.same(dirfd, cname, path, kind, i)? {
+            found.changed.push(path.to_vec());
         }
         Ok(found)
     }
@@ -285,9 +386,14 @@ impl Walk<'_> {
                     return Ok(false);
                 }
                 hasher.header(meta.len());
+                let wanted = self.wanted.filter(|w| w.slot(path).is_some());
+                let mut entry = wanted.map(|_| <sha2::Sha256 as sha2::Digest>::new());
                 let read = hasher
-                    .read_from(file, meta.len())
+                    .read_from(file, meta.len(), entry.as_mut())
                     .map_err(|e| Error::read(&self.path(path), e))?;
+                if let (Some(w), Some(sha256)) = (wanted, entry) {
+                    w.record(path, &meta, read, sha256);
+                }
                 // Changed while it was read: not the base's, whatever it was.
                 if read != meta.len() {
                     return Ok(false);
@@ -301,6 +407,34 @@ impl Walk<'_> {
             cache.confirm(i, stat);
         }
         Ok(same)
+    }
+}
+
+impl Walk<'_> {
+    /// A new file's entry, when the caller wants it: opened without
+    /// following or blocking. Anything but a regular file read whole, and
+    /// any error, is left to the caller (which reports an error only for a
+    /// path it owns).
+    fn hash_new(&self, dirfd: RawFd, name: &CStr, path: &[u8]) {
+        let Some(wanted) = self.wanted.filter(|w| w.slot(path).is_some()) else {
+            return;
+        };
+        let Ok(fd) = open_at(dirfd, name, OFlag::O_NONBLOCK) else {
+            return;
+        };
+        let file = std::fs::File::from(fd);
+        let Ok(meta) = file.metadata() else {
+            return;
+        };
+        if !meta.is_file() {
+            return;
+        }
+        let mut sha256 = <sha2::Sha256 as sha2::Digest>::new();
+        if let Ok(read) = super::blob::read_all(file, meta.len(), |chunk| {
+            sha2::Digest::update(&mut sha256, chunk)
+        }) {
+            wanted.record(path, &meta, read, sha256);
+        }
     }
 }
 

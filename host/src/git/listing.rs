@@ -24,8 +24,10 @@ pub struct TreeEntry<'a> {
 #[derive(Debug, Default)]
 pub struct Listing {
     pub(super) sha256: bool,
-    /// `git ls-tree -r -z` output, as read.
+    /// `git ls-tree -r -z` output, as read, from `start` on (before it: the
+    /// cache entry's tag and length, when read back from the cache).
     text: Vec<u8>,
+    start: usize,
     /// Per entry: where its path starts and ends in `text`, its object id's
     /// start, and its mode.
     spans: Vec<Span>,
@@ -58,6 +60,11 @@ impl Listing {
         &self.text[start as usize..end as usize]
     }
 
+    /// Entry `i`'s mode.
+    pub(super) fn mode(&self, i: usize) -> u32 {
+        self.spans[i].mode
+    }
+
     /// Entry `i`.
     pub fn entry(&self, i: usize) -> TreeEntry<'_> {
         let span = self.spans[i];
@@ -74,6 +81,16 @@ impl Listing {
         self.index
             .find(path_hash(path), |&i| self.path(i as usize) == path)
             .map(|&i| i as usize)
+    }
+
+    /// [`Listing::find`], trying first the entry after `last` (a walk in
+    /// name order mostly finds each entry there).
+    pub(super) fn find_after(&self, path: &[u8], last: Option<usize>) -> Option<usize> {
+        let next = last.map_or(0, |l| l + 1);
+        if next < self.spans.len() && self.path(next) == path {
+            return Some(next);
+        }
+        self.find(path)
     }
 
     /// What `path` is in the tree (files, links and submodules only).
@@ -152,27 +169,45 @@ pub(super) fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<
             mode,
         });
     }
-    Listing::from_parts(text, spans, sha256)
+    let parts = Parts::index(&text, 0, spans, sha256)?;
+    Ok(parts.listing(text))
 }
 
-impl Listing {
-    /// A listing of `text` whose entries are `spans` (checked to lie in
-    /// it), indexed by path and directory.
-    fn from_parts(
-        text: Vec<u8>,
+/// A listing's entries and indexes, before it holds its text.
+pub(super) struct Parts {
+    sha256: bool,
+    start: usize,
+    /// Where the text ends.
+    end: usize,
+    spans: Vec<Span>,
+    index: hashbrown::HashTable<u32>,
+    dirs: FxHashSet<Box<[u8]>>,
+}
+
+impl Parts {
+    /// `spans` (each checked to lie in `text`, which starts at `start`),
+    /// indexed by path and directory.
+    fn index(
+        text: &[u8],
+        start: usize,
         spans: Vec<Span>,
         sha256: bool,
-    ) -> std::result::Result<Listing, String> {
+    ) -> std::result::Result<Parts, String> {
         let oid_len = if sha256 { 64 } else { 40 };
         let mut index = hashbrown::HashTable::with_capacity(spans.len());
         let mut dirs = FxHashSet::default();
         let mut parent: &[u8] = &[];
         for (i, span) in spans.iter().enumerate() {
-            let (start, end) = (span.path.0 as usize, span.path.1 as usize);
-            if start > end || end > text.len() || span.oid as usize + oid_len > text.len() {
+            let (from, to) = (span.path.0 as usize, span.path.1 as usize);
+            if from < start
+                || from > to
+                || to > text.len()
+                || (span.oid as usize) < start
+                || span.oid as usize + oid_len > text.len()
+            {
                 return Err(format!("entry {i} lies outside the listing"));
             }
-            let path = &text[start..end];
+            let path = &text[from..to];
             // Entries come sorted, so most share the last one's directory.
             let dir = path
                 .iter()
@@ -194,25 +229,81 @@ impl Listing {
                 path_hash(&text[s as usize..e as usize])
             });
         }
-        Ok(Listing {
+        Ok(Parts {
             sha256,
-            text,
+            start,
+            end: text.len(),
             spans,
             index,
             dirs,
         })
     }
 
-    /// The listing as bytes [`Listing::decode`] reads back without parsing
+    /// What [`Listing::encode`] wrote, found at `at` in `bytes`; an error
+    /// for anything else. Reads `bytes` where they lie: [`Parts::listing`]
+    /// then takes them whole, so a large listing is never moved.
+    pub(super) fn decode(
+        bytes: &[u8],
+        at: usize,
+        sha256: bool,
+    ) -> std::result::Result<Parts, String> {
+        let u32_at = |at: usize| -> std::result::Result<usize, String> {
+            bytes
+                .get(at..at + 4)
+                .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")) as usize)
+                .ok_or_else(|| "truncated".to_string())
+        };
+        let start = at + 4;
+        let end = start + u32_at(at)?;
+        let n = u32_at(end)?;
+        let table = &bytes[end + 4..];
+        if table.len() != n * 16 {
+            return Err("length does not match its entries".into());
+        }
+        // Offsets are kept from the start of `bytes`, where the text stays.
+        let moved = u32::try_from(start).map_err(|_| "too long")?;
+        let word = |w: &[u8]| u32::from_le_bytes(w.try_into().expect("4 bytes"));
+        let spans = table
+            .chunks_exact(16)
+            .map(|e| -> std::result::Result<Span, String> {
+                let shift = |v: u32| v.checked_add(moved).ok_or("offset out of range");
+                Ok(Span {
+                    path: (shift(word(&e[0..4]))?, shift(word(&e[4..8]))?),
+                    oid: shift(word(&e[8..12]))?,
+                    mode: word(&e[12..16]),
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()?;
+        Parts::index(&bytes[..end], start, spans, sha256)
+    }
+
+    /// The listing of `text`, the bytes these parts were read from.
+    pub(super) fn listing(self, mut text: Vec<u8>) -> Listing {
+        text.truncate(self.end);
+        Listing {
+            sha256: self.sha256,
+            text,
+            start: self.start,
+            spans: self.spans,
+            index: self.index,
+            dirs: self.dirs,
+        }
+    }
+}
+
+impl Listing {
+    /// The listing as bytes [`Parts::decode`] reads back without parsing
     /// `git ls-tree`'s text again: the text, then each entry's offsets and
     /// mode.
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(8 + self.text.len() + self.spans.len() * 16);
-        out.extend_from_slice(&(self.text.len() as u32).to_le_bytes());
-        out.extend_from_slice(&self.text);
+        let text = &self.text[self.start..];
+        let mut out = Vec::with_capacity(8 + text.len() + self.spans.len() * 16);
+        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        out.extend_from_slice(text);
         out.extend_from_slice(&(self.spans.len() as u32).to_le_bytes());
+        let start = self.start as u32;
         for s in &self.spans {
-            for v in [s.path.0, s.path.1, s.oid, s.mode] {
+            for v in [s.path.0 - start, s.path.1 - start, s.oid - start, s.mode] {
                 out.extend_from_slice(&v.to_le_bytes());
             }
         }
@@ -220,31 +311,9 @@ impl Listing {
     }
 
     /// What [`Listing::encode`] wrote; an error for anything else.
-    pub(super) fn decode(mut bytes: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
-        let u32_at = |b: &[u8], at: usize| -> std::result::Result<u32, String> {
-            b.get(at..at + 4)
-                .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
-                .ok_or_else(|| "truncated".to_string())
-        };
-        let text_len = u32_at(&bytes, 0)? as usize;
-        let n = u32_at(&bytes, 4 + text_len)? as usize;
-        let table = 8 + text_len;
-        if bytes.len() != table + n * 16 {
-            return Err("length does not match its entries".into());
-        }
-        let spans = (0..n)
-            .map(|i| {
-                let at = table + i * 16;
-                Ok(Span {
-                    path: (u32_at(&bytes, at)?, u32_at(&bytes, at + 4)?),
-                    oid: u32_at(&bytes, at + 8)?,
-                    mode: u32_at(&bytes, at + 12)?,
-                })
-            })
-            .collect::<std::result::Result<Vec<_>, String>>()?;
-        bytes.truncate(4 + text_len);
-        bytes.drain(..4);
-        Listing::from_parts(bytes, spans, sha256)
+    #[cfg(test)]
+    fn decode(bytes: Vec<u8>, sha256: bool) -> std::result::Result<Listing, String> {
+        Ok(Parts::decode(&bytes, 0, sha256)?.listing(bytes))
     }
 }
 
@@ -274,6 +343,17 @@ mod tests {
         assert_eq!(back.len(), 3);
         assert_eq!(back.path(2), b"top link");
         assert!(back.dirs.contains(&b"a/b"[..]) && back.get(b"sub").is_some());
+        // Read where it lies after a cache entry's tag, it is the same
+        // listing, and encodes as it did.
+        let mut tagged = vec![0xAA; 32];
+        tagged.extend(l.encode());
+        let at = Parts::decode(&tagged, 32, false).unwrap().listing(tagged);
+        assert_eq!(at.path(0), b"a/b/c.txt");
+        assert_eq!(at.get(b"top link").unwrap().mode, SYMLINK);
+        assert_eq!(at.encode(), l.encode());
+        assert_eq!(at.find_after(b"sub", Some(0)), Some(1));
+        assert_eq!(at.find_after(b"a/b/c.txt", Some(1)), Some(0));
+        assert_eq!(at.find_after(b"a/b", Some(0)), None);
         let mut bad = l.encode();
         let last = bad.len() - 16;
         bad[last..last + 4].copy_from_slice(&u32::MAX.to_le_bytes());

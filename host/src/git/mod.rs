@@ -28,7 +28,7 @@ mod listing_cache;
 mod range;
 mod stat_cache;
 pub use checkout::{Applied, Checkout, ModeChange, NameStatus};
-pub use delta::{Delta, worktree_delta};
+pub use delta::{Delta, Wanted, worktree_delta};
 pub use listing::{Listing, TreeEntry};
 pub use stat_cache::StatCache;
 

@@ -32,20 +32,29 @@ pub fn changed_paths(repo: &Path, ignored: bool, base: Option<&str>) -> Result<B
         }
         None => (None, None),
     };
-    changed_against(&git, base.as_deref(), listing.as_ref(), walked, ignored)
+    changed_against(
+        &git,
+        base.as_deref(),
+        listing.as_ref(),
+        walked,
+        ignored,
+        None,
+    )
 }
 
 /// Paths where `git`'s working tree differs from `listing` (of `base`;
 /// `None`: a repository without a commit); `walked`: what the last walk of
 /// this tree against `base` learnt (`Repo::base_of`), updated by this one.
 /// With `ignored`, git-ignored files are changes too, else `.gitignore`
-/// files (never the git directory's `info/exclude`) may excuse new ones.
+/// files (never the git directory's `info/exclude`) may excuse new ones;
+/// `wanted`: paths whose entries the walk records as it reads them.
 pub fn changed_against(
     git: &crate::git::Repo,
     base: Option<&str>,
     listing: Option<&crate::git::Listing>,
     walked: Option<crate::git::StatCache>,
     ignored: bool,
+    wanted: Option<&crate::git::Wanted<'_>>,
 ) -> Result<BTreeSet<Vec<u8>>> {
     let empty;
     let listing = match listing {
@@ -69,7 +78,7 @@ pub fn changed_against(
         };
         git.isolated(base.unwrap_or("ref: refs/heads/unborn"), dir.path())
     };
-    let delta = crate::git::worktree_delta(&git.root, listing, walked.as_ref())?;
+    let delta = crate::git::worktree_delta(&git.root, listing, walked.as_ref(), wanted)?;
     if let Some(c) = walked {
         c.store();
     }

@@ -323,18 +323,31 @@ pub fn seal(domain: &str, id: &str, body: &[u8]) -> Option<Vec<u8>> {
 /// The body of an entry [`seal`] made for `domain` and `id`, when its tag
 /// verifies under this user's key; `None` for anything in doubt.
 pub fn open(domain: &str, id: &str, mut entry: Vec<u8>) -> Option<Vec<u8>> {
-    if entry.len() <= TAG_LEN {
-        return None;
-    }
-    let (tag, body) = entry.split_at(TAG_LEN);
-    let tag = blake3::Hash::from_bytes(tag.try_into().ok()?);
-    // `blake3::Hash` compares in constant time.
-    if entry_mac(domain, id, body)? != tag {
+    if !sealed_body(domain, id, &entry) {
         return None;
     }
     // In place: a large entry (a tree's listing) is not copied whole.
     entry.drain(..TAG_LEN);
     Some(entry)
+}
+
+/// Where a [`seal`]ed entry's body starts.
+pub const SEALED_AT: usize = TAG_LEN;
+
+/// Whether `entry` is one [`seal`] made for `domain` and `id` under this
+/// user's key (its body from [`SEALED_AT`] on); `false` for anything in
+/// doubt. For a caller that reads the body where it lies (a large listing
+/// is decoded while its tag is checked, and never moved).
+pub fn sealed_body(domain: &str, id: &str, entry: &[u8]) -> bool {
+    if entry.len() <= TAG_LEN {
+        return false;
+    }
+    let (tag, body) = entry.split_at(TAG_LEN);
+    let Ok(tag) = <[u8; TAG_LEN]>::try_from(tag) else {
+        return false;
+    };
+    // `blake3::Hash` compares in constant time.
+    entry_mac(domain, id, body).is_some_and(|mac| mac == blake3::Hash::from_bytes(tag))
 }
 
 /// The tag of a [`seal`]ed entry under this user's key ([`tag`]).

@@ -36,7 +36,9 @@ pub use cache::{
     KEY_ENV as CACHE_KEY_ENV, env_key_for_child, key_source as cache_key_source,
     open_entry as open_cache_entry, preload_env_key, read_entry as read_cache_entry,
 };
-pub use cache::{open as open_sealed, seal, write_entry as write_cache_entry};
+pub use cache::{
+    SEALED_AT, open as open_sealed, seal, sealed_body, write_entry as write_cache_entry,
+};
 mod convert;
 mod fs;
 mod limiter;
