@@ -225,3 +225,30 @@ fn a_forged_base_listing_is_not_believed() {
     std::fs::write(&listings[0], &bytes).unwrap();
     assert_eq!(t.ghosts(), serde_json::json!(["src/retry.py"]));
 }
+
+#[test]
+fn a_forged_base_listing_is_indexed_only_once_its_tag_holds() {
+    // An entry naming one path a million times (16 MB) would take the
+    // index quadratic time to build: read beside the tag check, it is
+    // dropped at the check, and the tree is listed again.
+    let t = Tree::new();
+    t.warm();
+    let listings: Vec<PathBuf> = std::fs::read_dir(t.cache_dir().join("listings"))
+        .expect("the base's listing was kept")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(listings.len(), 1);
+    let entries: u32 = 1 << 20;
+    let mut forged = vec![0u8; 32];
+    forged.extend(40u32.to_le_bytes());
+    forged.extend([b'0'; 40]);
+    forged.extend(entries.to_le_bytes());
+    for _ in 0..entries {
+        for v in [0u32, 1, 0, 0o100644] {
+            forged.extend(v.to_le_bytes());
+        }
+    }
+    std::fs::write(&listings[0], &forged).unwrap();
+    write(&t.path().join("src/retry.py"), "edited\n");
+    assert_eq!(t.ghosts(), serde_json::json!(["src/retry.py"]));
+}

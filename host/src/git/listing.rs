@@ -173,6 +173,58 @@ pub(super) fn parse_listing(text: Vec<u8>, sha256: bool) -> std::result::Result<
     Ok(parts.listing(text))
 }
 
+/// The entry table of what [`Listing::encode`] wrote: read in one linear
+/// pass, with every offset moved to where the text lies in the bytes read,
+/// and nothing indexed yet. A caller that has not yet authenticated the
+/// bytes reads this much beside the check, and indexes only what passed
+/// (indexing crafted entries, the same path a million times, is quadratic).
+pub(super) struct Table {
+    start: usize,
+    end: usize,
+    spans: Vec<Span>,
+}
+
+impl Table {
+    /// The table of the encoding found at `at` in `bytes`.
+    pub(super) fn read(bytes: &[u8], at: usize) -> std::result::Result<Table, String> {
+        let u32_at = |at: usize| -> std::result::Result<usize, String> {
+            at.checked_add(4)
+                .and_then(|to| bytes.get(at..to))
+                .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")) as usize)
+                .ok_or_else(|| "truncated".to_string())
+        };
+        let start = at.checked_add(4).ok_or("truncated")?;
+        let end = start.checked_add(u32_at(at)?).ok_or("truncated")?;
+        let n = u32_at(end)?;
+        let table = &bytes[end + 4..];
+        if Some(table.len()) != n.checked_mul(16) {
+            return Err("length does not match its entries".into());
+        }
+        // Offsets are kept from the start of `bytes`, where the text stays.
+        let moved = u32::try_from(start).map_err(|_| "too long")?;
+        let word = |w: &[u8]| u32::from_le_bytes(w.try_into().expect("4 bytes"));
+        let spans = table
+            .chunks_exact(16)
+            .map(|e| -> std::result::Result<Span, String> {
+                let shift = |v: u32| v.checked_add(moved).ok_or("offset out of range");
+                Ok(Span {
+                    path: (shift(word(&e[0..4]))?, shift(word(&e[4..8]))?),
+                    oid: shift(word(&e[8..12]))?,
+                    mode: word(&e[12..16]),
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, String>>()?;
+        Ok(Table { start, end, spans })
+    }
+
+    /// The table's entries (checked to lie in the text of `bytes`),
+    /// indexed.
+    pub(super) fn index(self, bytes: &[u8], sha256: bool) -> std::result::Result<Parts, String> {
+        let text = bytes.get(..self.end).ok_or("truncated")?;
+        Parts::index(text, self.start, self.spans, sha256)
+    }
+}
+
 /// A listing's entries and indexes, before it holds its text.
 pub(super) struct Parts {
     sha256: bool,
@@ -242,39 +294,13 @@ impl Parts {
     /// What [`Listing::encode`] wrote, found at `at` in `bytes`; an error
     /// for anything else. Reads `bytes` where they lie: [`Parts::listing`]
     /// then takes them whole, so a large listing is never moved.
+    #[cfg(test)]
     pub(super) fn decode(
         bytes: &[u8],
         at: usize,
         sha256: bool,
     ) -> std::result::Result<Parts, String> {
-        let u32_at = |at: usize| -> std::result::Result<usize, String> {
-            bytes
-                .get(at..at + 4)
-                .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")) as usize)
-                .ok_or_else(|| "truncated".to_string())
-        };
-        let start = at + 4;
-        let end = start + u32_at(at)?;
-        let n = u32_at(end)?;
-        let table = &bytes[end + 4..];
-        if table.len() != n * 16 {
-            return Err("length does not match its entries".into());
-        }
-        // Offsets are kept from the start of `bytes`, where the text stays.
-        let moved = u32::try_from(start).map_err(|_| "too long")?;
-        let word = |w: &[u8]| u32::from_le_bytes(w.try_into().expect("4 bytes"));
-        let spans = table
-            .chunks_exact(16)
-            .map(|e| -> std::result::Result<Span, String> {
-                let shift = |v: u32| v.checked_add(moved).ok_or("offset out of range");
-                Ok(Span {
-                    path: (shift(word(&e[0..4]))?, shift(word(&e[4..8]))?),
-                    oid: shift(word(&e[8..12]))?,
-                    mode: word(&e[12..16]),
-                })
-            })
-            .collect::<std::result::Result<Vec<_>, String>>()?;
-        Parts::index(&bytes[..end], start, spans, sha256)
+        Table::read(bytes, at)?.index(bytes, sha256)
     }
 
     /// The listing of `text`, the bytes these parts were read from.
@@ -292,7 +318,7 @@ impl Parts {
 }
 
 impl Listing {
-    /// The listing as bytes [`Parts::decode`] reads back without parsing
+    /// The listing as bytes [`Table::read`] reads back without parsing
     /// `git ls-tree`'s text again: the text, then each entry's offsets and
     /// mode.
     pub(super) fn encode(&self) -> Vec<u8> {

@@ -6,15 +6,16 @@
 //! trusts its own index, which the agent can write.
 //!
 //! The entry is `ls-tree`'s output and where each entry lies in it
-//! (`Listing::encode`, so a large listing is not parsed twice; it is
-//! decoded where it lies while its tag is checked), sealed
+//! (`Listing::encode`, so a large listing is not parsed twice; its entry
+//! table is read where it lies while its tag is checked, and indexed only
+//! once the tag holds), sealed
 //! (`wasm::seal` under the cache key) over the commit id and the object
 //! format, read only from a regular file within a bound; every offset is
 //! checked to lie in the text. A forged or edited entry does not verify and
 //! is listed again.
 
 use super::StatCache;
-use super::listing::{Listing, Parts};
+use super::listing::{Listing, Table};
 use crate::exit::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -44,16 +45,21 @@ impl super::Repo {
         let id = format!("{commit}\0{}", if sha256 { "sha256" } else { "sha1" });
         let path = entry(cache, &id);
         if let Some(sealed) = crate::wasm::read_cache_entry(&path, CAP) {
-            // The entry is decoded (every offset checked to lie in it)
-            // while its tag is checked, and kept only if the tag holds.
-            let (authentic, parts) = rayon::join(
+            // The entry table is read (one linear pass) while the tag is
+            // checked; the entries are indexed only once it holds.
+            let (authentic, table) = rayon::join(
                 || crate::wasm::sealed_body(DOMAIN, &id, &sealed),
-                || Parts::decode(&sealed, crate::wasm::SEALED_AT, sha256),
+                || Table::read(&sealed, crate::wasm::SEALED_AT),
             );
             if authentic {
-                return parts.map(|p| p.listing(sealed)).map_err(|e| {
-                    Error::Internal(format!("a sealed listing did not parse (report this): {e}"))
-                });
+                return table
+                    .and_then(|t| t.index(&sealed, sha256))
+                    .map(|p| p.listing(sealed))
+                    .map_err(|e| {
+                        Error::Internal(format!(
+                            "a sealed listing did not parse (report this): {e}"
+                        ))
+                    });
             }
         }
         let listing = self.listing(commit)?;
