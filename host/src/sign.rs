@@ -199,7 +199,18 @@ pub fn claimed(bytes: &[u8]) -> std::result::Result<serde_json::Value, String> {
     if env.signatures.is_empty() {
         return Err("the envelope holds no signature".into());
     }
-    serde_json::from_slice(&payload).map_err(|e| format!("signed payload is not JSON: {e}"))
+    statement_of(&payload)
+}
+
+/// The payload as a statement: JSON in which no object names a key twice
+/// (`serde_json::Value` keeps the last value, an in-toto verifier may keep
+/// the first: a statement that says two things is read neither way).
+fn statement_of(payload: &[u8]) -> std::result::Result<serde_json::Value, String> {
+    let value =
+        serde_json::from_slice(payload).map_err(|e| format!("signed payload is not JSON: {e}"))?;
+    serde_json::from_slice::<agent_ledger_trace::UniqueKeys>(payload)
+        .map_err(|e| format!("signed payload is ambiguous JSON: {e}"))?;
+    Ok(value)
 }
 
 /// An envelope of our payload type and its decoded payload.
@@ -237,7 +248,7 @@ pub fn open(
             "no signature verifies under a trusted key (unknown key or bad signature)".into(),
         );
     }
-    serde_json::from_slice(&payload).map_err(|e| format!("signed payload is not JSON: {e}"))
+    statement_of(&payload)
 }
 
 #[cfg(test)]
@@ -421,6 +432,27 @@ mod tests {
         let (st, env) = signed();
         let trusted = [rfc_key(1).verifying_key(), rfc_key(0).verifying_key()];
         assert_eq!(open(&bytes(&env), &trusted).unwrap(), st);
+    }
+
+    #[test]
+    fn a_signed_statement_that_names_a_key_twice_is_refused() {
+        // Signed by a trusted key, but one reader would see the first
+        // verdict and another the second.
+        let payload = br#"{"_type":"https://in-toto.io/Statement/v1","predicate":{"verdict":"reject","verdict":"review"}}"#;
+        let key = rfc_key(0);
+        let sig = key.sign(&pae(PAYLOAD_TYPE, payload));
+        let env = Envelope {
+            payload_type: PAYLOAD_TYPE.into(),
+            payload: B64.encode(payload),
+            signatures: vec![EnvelopeSignature {
+                keyid: keyid(&key.verifying_key()),
+                sig: B64.encode(sig.to_bytes()),
+            }],
+        };
+        let err = open(&bytes(&env), &[key.verifying_key()]).unwrap_err();
+        assert!(err.contains("the key `verdict` appears twice"), "{err}");
+        let err = claimed(&bytes(&env)).unwrap_err();
+        assert!(err.contains("ambiguous JSON"), "{err}");
     }
 
     #[test]
