@@ -40,6 +40,16 @@ impl Tree {
         self.scratch.path().join("trace.jsonl")
     }
 
+    /// The one base listing the cache holds (after [`Tree::warm`]).
+    fn base_listing(&self) -> PathBuf {
+        let listings: Vec<PathBuf> = std::fs::read_dir(self.cache_dir().join("listings"))
+            .expect("the base's listing was kept")
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(listings.len(), 1);
+        listings[0].clone()
+    }
+
     fn cache_dir(&self) -> PathBuf {
         self.scratch.path().join("cache")
     }
@@ -205,24 +215,20 @@ fn a_file_put_into_a_submodule_left_unpopulated_is_a_ghost() {
 fn a_forged_base_listing_is_not_believed() {
     let t = Tree::new();
     t.warm();
-    let listings: Vec<PathBuf> = std::fs::read_dir(t.cache_dir().join("listings"))
-        .expect("the base's listing was kept")
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(listings.len(), 1);
+    let listing = t.base_listing();
     let file = t.path().join("src/retry.py");
     let old_id = git(t.path(), &["rev-parse", "HEAD:src/retry.py"]);
     rewrite_keeping_mtime(&file);
     let new_id = git(t.path(), &["hash-object", "src/retry.py"]);
     // The listing now claims the edited bytes are the base's: what an
     // agent would write to hide the edit, without the key.
-    let mut bytes = std::fs::read(&listings[0]).unwrap();
+    let mut bytes = std::fs::read(&listing).unwrap();
     let at = bytes
         .windows(old_id.len())
         .position(|w| w == old_id.as_bytes())
         .expect("the entry is ls-tree's output");
     bytes[at..at + new_id.len()].copy_from_slice(new_id.as_bytes());
-    std::fs::write(&listings[0], &bytes).unwrap();
+    std::fs::write(&listing, &bytes).unwrap();
     assert_eq!(t.ghosts(), serde_json::json!(["src/retry.py"]));
 }
 
@@ -233,11 +239,7 @@ fn a_forged_base_listing_is_indexed_only_once_its_tag_holds() {
     // dropped at the check, and the tree is listed again.
     let t = Tree::new();
     t.warm();
-    let listings: Vec<PathBuf> = std::fs::read_dir(t.cache_dir().join("listings"))
-        .expect("the base's listing was kept")
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(listings.len(), 1);
+    let listing = t.base_listing();
     let entries: u32 = 1 << 20;
     let mut forged = vec![0u8; 32];
     forged.extend(40u32.to_le_bytes());
@@ -248,7 +250,7 @@ fn a_forged_base_listing_is_indexed_only_once_its_tag_holds() {
             forged.extend(v.to_le_bytes());
         }
     }
-    std::fs::write(&listings[0], &forged).unwrap();
+    std::fs::write(&listing, &forged).unwrap();
     write(&t.path().join("src/retry.py"), "edited\n");
     assert_eq!(t.ghosts(), serde_json::json!(["src/retry.py"]));
 }
