@@ -218,6 +218,45 @@ fn bytes_changed_after_a_write_closed_are_a_hash_miss_whoever_reads_them() {
 }
 
 #[test]
+fn a_base_tree_that_names_a_path_twice_is_an_error_naming_it() {
+    // git fsck calls it duplicateEntries; `hash-object --literally` makes
+    // one. Read one way, the other entry could hide a change; neither way
+    // is right, so nothing is judged.
+    use std::io::Write;
+    let a = Agent::new();
+    let hashed = |args: &[&str], input: &[u8]| -> String {
+        let mut child = std::process::Command::new("git")
+            .args(args)
+            .current_dir(a.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let blob = hashed(&["hash-object", "-w", "--stdin"], b"x\n");
+    let raw: Vec<u8> = (0..2)
+        .flat_map(|_| {
+            let mut entry = b"100644 dup\0".to_vec();
+            entry.extend(hex::decode(&blob).unwrap());
+            entry
+        })
+        .collect();
+    let tree = hashed(
+        &["hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
+        &raw,
+    );
+    let commit = git(a.path(), &["commit-tree", &tree, "-m", "dup"]);
+    git(a.path(), &["update-ref", "HEAD", commit.trim()]);
+    let out = a.reconcile(&[]);
+    assert_eq!(out.code, 70, "{}", out.stderr);
+    assert!(out.stderr.contains("names `dup` twice"), "{}", out.stderr);
+}
+
+#[test]
 fn the_last_closed_span_judges_a_path() {
     let a = Agent::new();
     a.write("notes.txt", b"one\n").assert_code(0);

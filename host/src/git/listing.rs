@@ -3,7 +3,11 @@
 //! kept (`listing_cache`) in a form read back without parsing again.
 
 use crate::exit::{Error, Result};
-use rustc_hash::FxHashSet;
+/// The listing's hashes are seeded at random per process, so that no tree
+/// can be made whose paths all collide (each insert would then walk every
+/// entry before it).
+type Seeded = foldhash::fast::RandomState;
+use std::hash::BuildHasher;
 
 /// A gitlink's mode.
 pub(super) const GITLINK: u32 = 0o160000;
@@ -31,10 +35,11 @@ pub struct Listing {
     /// Per entry: where its path starts and ends in `text`, its object id's
     /// start, and its mode.
     spans: Vec<Span>,
-    /// Entry numbers, by the hash of their path.
+    /// Entry numbers, by the hash of their path (under `seed`).
     index: hashbrown::HashTable<u32>,
+    seed: Seeded,
     /// Every directory that holds an entry, without a trailing slash.
-    pub(super) dirs: FxHashSet<Box<[u8]>>,
+    pub(super) dirs: std::collections::HashSet<Box<[u8]>, Seeded>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -42,11 +47,6 @@ struct Span {
     path: (u32, u32),
     oid: u32,
     mode: u32,
-}
-
-fn path_hash(path: &[u8]) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(path)
 }
 
 impl Listing {
@@ -79,7 +79,7 @@ impl Listing {
     /// The number of the entry at `path`.
     pub(super) fn find(&self, path: &[u8]) -> Option<usize> {
         self.index
-            .find(path_hash(path), |&i| self.path(i as usize) == path)
+            .find(self.seed.hash_one(path), |&i| self.path(i as usize) == path)
             .map(|&i| i as usize)
     }
 
@@ -233,7 +233,8 @@ pub(super) struct Parts {
     end: usize,
     spans: Vec<Span>,
     index: hashbrown::HashTable<u32>,
-    dirs: FxHashSet<Box<[u8]>>,
+    seed: Seeded,
+    dirs: std::collections::HashSet<Box<[u8]>, Seeded>,
 }
 
 impl Parts {
@@ -247,7 +248,8 @@ impl Parts {
     ) -> std::result::Result<Parts, String> {
         let oid_len = if sha256 { 64 } else { 40 };
         let mut index = hashbrown::HashTable::with_capacity(spans.len());
-        let mut dirs = FxHashSet::default();
+        let seed = Seeded::default();
+        let mut dirs = std::collections::HashSet::with_hasher(seed.clone());
         let mut parent: &[u8] = &[];
         for (i, span) in spans.iter().enumerate() {
             let (from, to) = (span.path.0 as usize, span.path.1 as usize);
@@ -276,10 +278,29 @@ impl Parts {
                 parent = dir;
             }
             let i = u32::try_from(i).map_err(|_| "too many entries")?;
-            index.insert_unique(path_hash(path), i, |&j| {
-                let (s, e) = spans[j as usize].path;
-                path_hash(&text[s as usize..e as usize])
-            });
+            // A tree names each path once (git fsck: duplicateEntries); one
+            // that names a path twice could not be judged one way.
+            match index.entry(
+                seed.hash_one(path),
+                |&j| {
+                    let (s, e) = spans[j as usize].path;
+                    &text[s as usize..e as usize] == path
+                },
+                |&j| {
+                    let (s, e) = spans[j as usize].path;
+                    seed.hash_one(&text[s as usize..e as usize])
+                },
+            ) {
+                hashbrown::hash_table::Entry::Occupied(_) => {
+                    return Err(format!(
+                        "the tree names `{}` twice",
+                        String::from_utf8_lossy(path)
+                    ));
+                }
+                hashbrown::hash_table::Entry::Vacant(slot) => {
+                    slot.insert(i);
+                }
+            }
         }
         Ok(Parts {
             sha256,
@@ -287,6 +308,7 @@ impl Parts {
             end: text.len(),
             spans,
             index,
+            seed,
             dirs,
         })
     }
@@ -312,6 +334,7 @@ impl Parts {
             start: self.start,
             spans: self.spans,
             index: self.index,
+            seed: self.seed,
             dirs: self.dirs,
         }
     }
@@ -386,5 +409,9 @@ mod tests {
         assert!(Listing::decode(bad, false).is_err());
         assert!(Listing::decode(l.encode()[..20].to_vec(), false).is_err());
         assert!(parse_listing(b"100644 blob abc".to_vec(), false).is_err());
+        // A tree that names a path twice is refused, not read one way.
+        let twice = b"100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\ta\x00100644 blob ce013625030ba8dba906f756967f9e9ca394464a\ta\x00";
+        let err = parse_listing(twice.to_vec(), false).unwrap_err();
+        assert_eq!(err, "the tree names `a` twice");
     }
 }
