@@ -3,11 +3,12 @@
 //! kept (`listing_cache`) in a form read back without parsing again.
 
 use crate::exit::{Error, Result};
+use std::hash::BuildHasher;
+
 /// The listing's hashes are seeded at random per process, so that no tree
 /// can be made whose paths all collide (each insert would then walk every
 /// entry before it).
 type Seeded = foldhash::fast::RandomState;
-use std::hash::BuildHasher;
 
 /// A gitlink's mode.
 pub(super) const GITLINK: u32 = 0o160000;
