@@ -138,12 +138,16 @@ pub(super) fn held_now(
 ) -> Result<std::collections::BTreeMap<Vec<u8>, Result<Option<String>>>> {
     match tree {
         Judged::Worktree => {
-            let (read, unread): (Vec<&[u8]>, Vec<&[u8]>) =
-                paths.iter().partition(|p| wanted.get(p).is_some());
-            let mut held: std::collections::BTreeMap<_, _> = read
-                .into_iter()
-                .map(|p| (p.to_vec(), Ok(wanted.get(p).map(str::to_string))))
-                .collect();
+            let mut held = std::collections::BTreeMap::new();
+            let mut unread = Vec::new();
+            for &p in paths {
+                match wanted.get(p) {
+                    Some(entry) => {
+                        held.insert(p.to_vec(), Ok(Some(entry.to_string())));
+                    }
+                    None => unread.push(p),
+                }
+            }
             if !unread.is_empty() {
                 let dir = open_tree(repo)?;
                 held.extend(
