@@ -18,6 +18,9 @@ fn raise_descriptor_limit() {
 }
 
 fn main() {
+    // The sandbox's loopback helper (`netns::loopback_only`) does its one
+    // job and exits before anything else is read.
+    agent_ledger::netns::loopback_helper();
     // A run key handed over on a descriptor is read (and the descriptor
     // closed) before anything else runs or is started.
     if let Err(err) = agent_ledger::trace::preload_fd_key() {

@@ -216,6 +216,43 @@ fn the_test_command_cannot_read_the_environment_of_agent_ledger() {
     );
 }
 
+/// What a suite that starts a server on localhost does: serve on 127.0.0.1
+/// and ::1 and request each; and what it must not reach: any other address
+/// (no route), any interface but `lo`.
+const LOOPBACK_SUITE: &str = r#"python3 -c "
+import socket, sys, threading
+assert [n for _, n in socket.if_nameindex()] == ['lo'], socket.if_nameindex()
+for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):
+    srv = socket.socket(fam); srv.bind((host, 0)); srv.listen(1)
+    def serve():
+        c, _ = srv.accept(); c.sendall(c.recv(5) + b'!'); c.close()
+    threading.Thread(target=serve).start()
+    cli = socket.create_connection(srv.getsockname()[:2], timeout=5)
+    cli.sendall(b'hello'); assert cli.recv(6) == b'hello!'
+try:
+    socket.create_connection(('192.0.2.1', 80), timeout=5)
+    sys.exit('reached 192.0.2.1')
+except OSError as e:
+    assert 'unreachable' in str(e), e
+""#;
+
+#[test]
+fn the_test_command_serves_and_requests_on_loopback_and_reaches_nothing_else() {
+    let trial = Trial::new();
+    let (code, stderr) = trial.check(
+        &format!("if {LOOPBACK_SUITE}; then {PASS}; else {FAIL}; fi"),
+        &["--no-test-baseline", "--show-test-output"],
+    );
+    assert_eq!(
+        code, 0,
+        "a suite on localhost failed in the sandbox: {stderr}"
+    );
+    let record = trial.repo.properties("r");
+    assert_eq!(record["test_run"]["sandbox"], "namespaces", "{record:#}");
+    assert_eq!(record["test_run"]["network"], "isolated");
+    assert_eq!(outcome(&record, "tests_pass")["outcome"], "holds");
+}
+
 #[test]
 fn a_background_process_does_not_outlive_the_test_command() {
     let trial = Trial::new();

@@ -33,8 +33,10 @@
 //!   checkout, and `$TMPDIR` (where the trial's other trees live);
 //! - environment: `PATH`, `LANG`, a fresh `HOME` in the private `/tmp`,
 //!   and `AGENT_LEDGER_JUNIT`; nothing else;
-//! - no network (a new network namespace with only a loopback that is
-//!   down), and every process dies with the command (PID namespace);
+//! - no network: a new network namespace with only its loopback, brought
+//!   up (127.0.0.1 and ::1) by this binary as hakoniwa's network helper
+//!   (`netns::loopback_only`), as a container started with no network has;
+//!   and every process dies with the command (PID namespace);
 //! - a wall-clock limit, an output cap and a memory cap (the anonymous
 //!   memory of every process in its PID namespace together, plus what it
 //!   keeps in its private `/tmp` and `/dev/shm`, looked at every 100 ms),
@@ -123,7 +125,7 @@ pub(crate) struct Jail<'a> {
     /// Where the empty directories shown over hidden ones live.
     pub scratch: &'a Path,
     /// Keep the host's network (`trace exec --allow-network`); otherwise a
-    /// network namespace of its own with only a loopback that is down.
+    /// network namespace of its own with only its loopback, up.
     pub network: bool,
     /// Show only the system directories ([`SYSTEM_DIRS`]) of the host, not
     /// every other top-level directory: the test command's view, where
@@ -174,6 +176,9 @@ impl Jail<'_> {
                 continue;
             }
             c.unshare(ns);
+        }
+        if !self.network {
+            c.network(crate::netns::loopback_only());
         }
         let me = nix::unistd::geteuid().as_raw();
         let my_group = nix::unistd::getegid().as_raw();
