@@ -41,6 +41,8 @@ const BUILD: &str = "a build constraint: `go test` may not compile the file";
 const REMOVES: &str = "removes a test from its module, so it is not collected";
 const REBINDS: &str = "an assertion given another body can no longer fail";
 const UNCOLLECTS: &str = "turns off the collection of tests";
+const PLUGINS: &str =
+    "loads pytest plugins (`-p` by another spelling), which can turn every failure into a pass";
 
 #[derive(Debug, Clone, Copy)]
 struct Tok<'a> {
@@ -528,6 +530,8 @@ fn python(
             push(toks.chain(i), "added", XFAIL, line, false)
         }
         "__test__" => push(id.into(), "added", UNCOLLECTS, line, false),
+        // In any module pytest imports, for the whole session.
+        "pytest_plugins" => push(id.into(), "added", PLUGINS, line, true),
         "collect_ignore"
         | "collect_ignore_glob"
         | "pytest_collection_modifyitems"
@@ -696,6 +700,11 @@ mod tests {
             "pytest.importorskip added",
         );
         one(py, "class TestA:\n    __test__ = False\n", "__test__ added");
+        one(
+            py,
+            "pytest_plugins = ['pkg.tools']\n",
+            "pytest_plugins added",
+        );
         one(
             py,
             "collect_ignore = ['test_a.py']\n",

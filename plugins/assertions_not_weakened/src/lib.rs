@@ -1,24 +1,33 @@
-//! `assertions_not_weakened`: in every touched test file, the number of
-//! assertions does not fall, the number of tests it defines does not fall,
-//! and no test is disabled: no skip, expected-failure or focus marker is
-//! added (`@pytest.mark.skip`, `self.skipTest`, `it.skip`, `.only`, `xit`,
-//! `#[ignore]`, `t.Skip`, `@Disabled`…), no test is taken out of its module
-//! (`del TestX`, `TestX = None`, `__test__ = False`) and no assertion is
-//! rebound or redefined (`TestCase.assertEqual = …`, `expect = …`,
-//! `macro_rules! assert_eq`). A marker counts as added when the base has no
-//! marker of the same kind on an identical line, so a changed skip condition
-//! is new too. Markers that reach beyond their own file (focusing a test,
-//! rebinding an assertion) count in every changed source file, added ones
-//! and those outside the test globs included.
+//! `assertions_not_weakened`: in every touched test file, no test is
+//! weakened. Python and JavaScript/TypeScript files are parsed (ruff's and
+//! oxc's parsers) and judged test by test (`units`, `python`, `js`): no test
+//! deleted or renamed away, no assertion removed, made unreachable or
+//! replaced by a weaker one, and nothing another test adds offsets it.
+//! Other languages (and a base the parser cannot read): the number of
+//! assertions and of tests the file defines do not fall (`count`).
 //!
-//! Comments and string literals are blanked out before anything is counted,
-//! so a marker or an assertion in a comment or a string never counts. A
-//! renamed or copied file is compared with its old path's content at the
-//! base, both sides read in the old path's language; a file retyped to a
-//! symlink is read through it (inside the patched tree only).
+//! In every language no test is disabled: no skip, expected-failure or
+//! focus marker is added (`@pytest.mark.skip`, `self.skipTest`, `it.skip`,
+//! `.only`, `xit`, `#[ignore]`, `t.Skip`, `@Disabled`…), no test is taken
+//! out of its module (`del TestX`, `TestX = None`, `__test__ = False`) and
+//! no assertion is rebound or redefined (`TestCase.assertEqual = …`,
+//! `expect = …`, `macro_rules! assert_eq`). A marker counts as added when
+//! the base has no marker of the same kind on an identical line, so a
+//! changed skip condition is new too. Markers that reach beyond their own
+//! file (focusing a test, rebinding an assertion) count in every changed
+//! source file, added ones and those outside the test globs included.
+//!
+//! Comments and string literals are blanked out before markers are read or
+//! assertions counted. A renamed or copied file is compared with its old
+//! path's content at the base, both sides read in the old path's language;
+//! a file retyped to a symlink is read through it (inside the patched tree
+//! only).
 
 mod count;
 mod disable;
+mod js;
+mod python;
+mod units;
 
 use agent_ledger_guest::{ChangeKind, Globs, Guest, Info, Outcome, Trial, finding, test_globs};
 use count::{Lang, count_assertions};
@@ -39,7 +48,7 @@ impl Guest for AssertionsNotWeakened {
         Info {
             name: "assertions_not_weakened".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            summary: "in each touched test file the counts of assertions and tests do not fall and no test is skipped, focused, removed from its module or has its assertions rebound".into(),
+            summary: "in each touched test file no test is deleted, skipped, focused, removed from its module or made unreachable, and no assertion is removed, weakened or rebound (Python and JavaScript/TypeScript judged test by test on a syntax tree; other languages by counts)".into(),
         }
     }
 
@@ -103,6 +112,33 @@ impl Guest for AssertionsNotWeakened {
             let Some(before) = before.filter(|_| is_test) else {
                 continue;
             };
+            // Python and JavaScript/TypeScript: each test judged on the
+            // syntax tree. Other languages, or a base the parser cannot
+            // read: the counts of the whole file.
+            match judge_tree(lang, before_path, &before, &after) {
+                Some(Ok(found)) => {
+                    for (line, message) in found {
+                        findings.push(finding(
+                            &change.path,
+                            line,
+                            format!("{message} ({}{renamed})", lang.name()),
+                        ));
+                    }
+                    continue;
+                }
+                Some(Err(e)) => {
+                    findings.push(finding(
+                        &change.path,
+                        None,
+                        format!(
+                            "the test file no longer parses ({}, {e}{renamed}): the runner cannot collect its tests",
+                            lang.name()
+                        ),
+                    ));
+                    continue;
+                }
+                None => {}
+            }
             let (b, a) = (
                 count_assertions(lang, &before),
                 count_assertions(lang, &after),
@@ -132,6 +168,24 @@ impl Guest for AssertionsNotWeakened {
             Outcome::Miss(findings)
         })
     }
+}
+
+/// The per-test findings of a test file in a language with a parser
+/// here: `None` when there is none, or the base does not parse (then the
+/// counts judge it); `Some(Err)` when the patched file does not parse.
+fn judge_tree(
+    lang: Lang,
+    path: &str,
+    before: &str,
+    after: &str,
+) -> Option<Result<Vec<units::Found>, String>> {
+    let parse = |src: &str| match lang {
+        Lang::Python => Some(python::parse(src)),
+        Lang::JavaScript => Some(js::parse(path, src)),
+        _ => None,
+    };
+    let base = parse(before)?.ok()?;
+    Some(parse(after)?.map(|patched| units::judge(&base, &patched)))
 }
 
 /// The markers of `after` that `counted` keeps and that `before` has no

@@ -13,9 +13,17 @@
 //! and `.cargo/config.toml`) misses, naming the file and the section, unless
 //! the property's configuration says `allow_runner_config = "true"`. The
 //! other sections of a shared file (`[project] dependencies`) are not the
-//! runner's.
+//! runner's. Python bytecode (`.pyc`, anything in `__pycache__`), extension
+//! modules (`.so`, `.pyd`) and package metadata (`*.dist-info`,
+//! `*.egg-info`, in any case) count as runner configuration: Python loads
+//! them instead of, or before, the source a reviewer reads.
+//!
+//! Nor may a patch add a module where Python looks first under a name of
+//! the standard library or of the runner (`_pytest/`, `tests/unittest.py`):
+//! see `shadow`.
 
 mod runner;
+mod shadow;
 
 use agent_ledger_guest::{
     ChangeKind, Globs, Guest, Info, Outcome, Trial, config, disabled_by_rename, finding, test_globs,
@@ -109,6 +117,21 @@ impl Guest for TestsNotDeleted {
                         runner_findings(&change.path, false, true, &mut findings)?
                     }
                 }
+            }
+            // A module added where Python looks first, under a name of the
+            // standard library or the runner.
+            if matches!(
+                change.kind,
+                ChangeKind::Added | ChangeKind::Renamed | ChangeKind::Copied
+            ) && let Some(why) = shadow::shadows(&change.path, |dir| {
+                let init = if dir.is_empty() {
+                    "/patched/__init__.py".to_string()
+                } else {
+                    format!("/patched/{dir}/__init__.py")
+                };
+                std::fs::symlink_metadata(init).is_ok()
+            }) {
+                findings.push(finding(&change.path, None, why));
             }
             match change.kind {
                 ChangeKind::Deleted if is_test(&change.path) => {

@@ -47,11 +47,34 @@ fn part(path: &str) -> Option<Part> {
     if startup.contains(&stem) || dirs.split('/').any(|d| startup.contains(&d)) {
         return Some(Part::Whole("Python's startup"));
     }
+    // Bytecode and extension modules: Python imports an unchecked
+    // hash-based `.pyc` (or a sourceless one) instead of the source beside
+    // it, and an extension module (`X.so`, `X.cpython-311-….so`, `X.pyd`)
+    // before an `X.py`. Neither can be read as a test; a patch has no need
+    // to carry them.
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".pyc")
+        || lower.ends_with(".pyo")
+        || dirs
+            .split('/')
+            .any(|d| d.eq_ignore_ascii_case("__pycache__"))
+    {
+        return Some(Part::Whole(
+            "Python's imports: bytecode is loaded instead of its source",
+        ));
+    }
+    if lower.ends_with(".so") || lower.ends_with(".pyd") {
+        return Some(Part::Whole(
+            "Python's imports: an extension module is imported before a `.py` of its name",
+        ));
+    }
     // Package metadata on the path: its entry points load pytest plugins
-    // (`pytest11`) that can rewrite every outcome.
-    if dirs
-        .split('/')
-        .any(|d| d.ends_with(".dist-info") || d.ends_with(".egg-info"))
+    // (`pytest11`) that can rewrite every outcome. `importlib.metadata`
+    // matches these suffixes in any case (`PKG-1.0.DIST-INFO`).
+    if dirs.split('/').any(|d| {
+        let d = d.to_ascii_lowercase();
+        d.ends_with(".dist-info") || d.ends_with(".egg-info")
+    }) || name.to_ascii_lowercase().ends_with(".egg-link")
     {
         return Some(Part::Whole(
             "Python package metadata (entry points such as pytest plugins)",
@@ -556,6 +579,15 @@ mod tests {
             "src/__pycache__/usercustomize.cpython-311.pyc",
             "lib/sitecustomize.cpython-311-x86_64-linux-gnu.so",
             "src/flask_compat-0.1.dist-info/entry_points.txt",
+            "src/pkg-1.0.DIST-INFO/entry_points.txt",
+            "tests/__pycache__/test_x.cpython-311.pyc",
+            "tests/__PYCACHE__/notes.txt",
+            "tests/test_x.pyc",
+            "tests/test_x.PYO",
+            "src/pkg/_speedups.cpython-311-x86_64-linux-gnu.so",
+            "tests/test_x.so",
+            "tests/test_x.pyd",
+            "src/pkg-1.0.Egg-Info/entry_points.txt",
             "src/flask_compat.egg-info/entry_points.txt",
             "pytest.toml",
             "lib/evil.pth",

@@ -1,0 +1,317 @@
+//! Tests judged one by one: what a parsed test file holds (its units: each
+//! test, each helper, the code outside them), each unit's assertions with
+//! their strength, and the judgement of a patched file against its base.
+//!
+//! A unit of the base is matched with the patched unit of the same id. A
+//! test unit the patched file no longer has was deleted or renamed away; an
+//! assertion of a base unit must be matched by a live assertion of the same
+//! unit at least as strong. An assertion that is still written but can no
+//! longer run (after a `return`, under `if False:`, inside a `try` whose
+//! handler swallows its failure) does not count. Nothing another unit adds
+//! offsets what one unit lost.
+
+/// How much an assertion pins down, weakest first. The order of strength,
+/// documented in docs/guide/built-in-properties.md:
+///
+/// exact (equality, raises, a snapshot, an explicit failure, an assertion
+/// helper) > comparison (order, containment, type, a negated exact check)
+/// > truthiness (truthiness, `None`/defined, length > 0) > a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    Constant,
+    Truthiness,
+    Comparison,
+    Exact,
+}
+
+/// What an assertion checks, as a finding names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Equality,
+    Raises,
+    Snapshot,
+    Fail,
+    Helper,
+    Comparison,
+    Containment,
+    Type,
+    Truthiness,
+    Defined,
+    Length,
+    Constant,
+}
+
+impl Kind {
+    pub fn tier(self) -> Tier {
+        match self {
+            Kind::Equality | Kind::Raises | Kind::Snapshot | Kind::Fail | Kind::Helper => {
+                Tier::Exact
+            }
+            Kind::Comparison | Kind::Containment | Kind::Type => Tier::Comparison,
+            Kind::Truthiness | Kind::Defined | Kind::Length => Tier::Truthiness,
+            Kind::Constant => Tier::Constant,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Equality => "an exact equality",
+            Kind::Raises => "an expected exception",
+            Kind::Snapshot => "a snapshot",
+            Kind::Fail => "an explicit failure",
+            Kind::Helper => "an assertion helper",
+            Kind::Comparison => "a comparison",
+            Kind::Containment => "a containment check",
+            Kind::Type => "a type check",
+            Kind::Truthiness => "a truthiness check",
+            Kind::Defined => "a not-None/defined check",
+            Kind::Length => "a non-empty check",
+            Kind::Constant => "a constant",
+        }
+    }
+}
+
+/// One assertion as written.
+#[derive(Debug, Clone)]
+pub struct Assertion {
+    /// Its source, on one line, whitespace collapsed.
+    pub text: String,
+    /// 1-based line.
+    pub line: u32,
+    pub kind: Kind,
+    /// Why it can never run or never fail, when it cannot.
+    pub dead: Option<String>,
+}
+
+/// A test, a helper, or the code outside every function.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// `test_x`, `TestX::test_y`, `describe > it`: how the runner names it.
+    pub id: String,
+    /// Whether the runner collects it as a test.
+    pub is_test: bool,
+    /// 1-based line of its definition.
+    pub line: u32,
+    pub asserts: Vec<Assertion>,
+}
+
+/// What a parsed file holds.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub units: Vec<Unit>,
+}
+
+impl Parsed {
+    fn unit(&self, id: &str) -> Option<&Unit> {
+        self.units.iter().find(|u| u.id == id)
+    }
+}
+
+/// Byte offset to 1-based line.
+pub struct Lines(Vec<usize>);
+
+impl Lines {
+    pub fn new(src: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+        Lines(starts)
+    }
+
+    pub fn line(&self, offset: usize) -> u32 {
+        (self.0.partition_point(|&s| s <= offset)) as u32
+    }
+}
+
+/// `src[start..end]` on one line, whitespace collapsed, at most 120 chars.
+pub fn snippet(src: &str, start: usize, end: usize) -> String {
+    let text = src.get(start..end).unwrap_or_default();
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    if out.chars().count() > 120 {
+        out = out.chars().take(117).collect::<String>() + "...";
+    }
+    out
+}
+
+/// One finding: the line in the patched file (or none), and the message.
+pub type Found = (Option<u32>, String);
+
+fn what(unit: &Unit) -> String {
+    if unit.is_test {
+        format!("test `{}`", unit.id)
+    } else if unit.id.starts_with('<') {
+        format!("the code {}", unit.id.trim_matches(['<', '>']))
+    } else {
+        format!("helper `{}`", unit.id)
+    }
+}
+
+/// The findings of `patched` against `base`, in the base's order.
+pub fn judge(base: &Parsed, patched: &Parsed) -> Vec<Found> {
+    let mut found = Vec::new();
+    for b in &base.units {
+        let Some(p) = patched.unit(&b.id) else {
+            if b.is_test {
+                found.push((
+                    None,
+                    format!(
+                        "{} (line {} at the base) was deleted or renamed away: the runner no longer collects it{}",
+                        what(b),
+                        b.line,
+                        match b.asserts.iter().find(|a| a.dead.is_none()) {
+                            Some(a) => format!(", and its assertions with it (`{}`)", a.text),
+                            None => String::new(),
+                        }
+                    ),
+                ));
+            }
+            continue;
+        };
+        if b.is_test && !p.is_test {
+            found.push((
+                Some(p.line),
+                format!("{} is no longer collected as a test", what(b)),
+            ));
+            continue;
+        }
+        found.extend(compare(b, p));
+    }
+    found
+}
+
+/// Each live assertion of `b` against the live ones of `p`: the same text
+/// first, then the rest strongest to strongest.
+fn compare(b: &Unit, p: &Unit) -> Vec<Found> {
+    let mut base: Vec<&Assertion> = b.asserts.iter().filter(|a| a.dead.is_none()).collect();
+    let mut now: Vec<&Assertion> = p.asserts.iter().filter(|a| a.dead.is_none()).collect();
+    base.retain(|a| match now.iter().position(|x| x.text == a.text) {
+        Some(k) => {
+            now.remove(k);
+            false
+        }
+        None => true,
+    });
+    base.sort_by(|x, y| y.kind.tier().cmp(&x.kind.tier()).then(x.line.cmp(&y.line)));
+    now.sort_by(|x, y| y.kind.tier().cmp(&x.kind.tier()).then(x.line.cmp(&y.line)));
+    let mut found = Vec::new();
+    let mut now = now.into_iter();
+    for a in base {
+        match now.next() {
+            Some(n) if n.kind.tier() >= a.kind.tier() => {}
+            Some(n) => found.push((
+                Some(n.line),
+                format!(
+                    "{}: assertion `{}` (line {} at the base) was replaced by a weaker one, `{}`: {} is weaker than {}",
+                    what(b),
+                    a.text,
+                    a.line,
+                    n.text,
+                    n.kind.name(),
+                    a.kind.name()
+                ),
+            )),
+            None => {
+                let dead = p
+                    .asserts
+                    .iter()
+                    .find(|x| x.text == a.text && x.dead.is_some());
+                found.push(match dead {
+                    Some(d) => (
+                        Some(d.line),
+                        format!(
+                            "{}: assertion `{}` can no longer fail: {}",
+                            what(b),
+                            a.text,
+                            d.dead.as_deref().unwrap_or_default()
+                        ),
+                    ),
+                    None => (
+                        Some(p.line),
+                        format!(
+                            "{}: assertion `{}` (line {} at the base, {}) was removed",
+                            what(b),
+                            a.text,
+                            a.line,
+                            a.kind.name()
+                        ),
+                    ),
+                });
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(text: &str, kind: Kind) -> Assertion {
+        Assertion {
+            text: text.into(),
+            line: 1,
+            kind,
+            dead: None,
+        }
+    }
+
+    fn unit(id: &str, asserts: Vec<Assertion>) -> Unit {
+        Unit {
+            id: id.into(),
+            is_test: true,
+            line: 1,
+            asserts,
+        }
+    }
+
+    #[test]
+    fn a_stronger_or_equal_replacement_holds_and_a_weaker_one_is_named() {
+        let base = Parsed {
+            units: vec![unit("t", vec![a("x == 1", Kind::Equality)])],
+        };
+        let same = Parsed {
+            units: vec![unit("t", vec![a("x == 2", Kind::Equality)])],
+        };
+        assert!(judge(&base, &same).is_empty());
+        let weaker = Parsed {
+            units: vec![unit("t", vec![a("x", Kind::Truthiness)])],
+        };
+        let f = judge(&base, &weaker);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].1.contains("replaced by a weaker one"), "{f:?}");
+    }
+
+    #[test]
+    fn an_assertion_added_to_another_test_offsets_nothing() {
+        let base = Parsed {
+            units: vec![
+                unit("t1", vec![a("x == 1", Kind::Equality)]),
+                unit("t2", vec![]),
+            ],
+        };
+        let patched = Parsed {
+            units: vec![
+                unit("t1", vec![]),
+                unit(
+                    "t2",
+                    vec![a("y == 1", Kind::Equality), a("z == 1", Kind::Equality)],
+                ),
+            ],
+        };
+        let f = judge(&base, &patched);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].1.contains("`t1`: assertion `x == 1`"), "{f:?}");
+        assert!(f[0].1.contains("was removed"), "{f:?}");
+    }
+
+    #[test]
+    fn lines_are_one_based() {
+        let l = Lines::new("a\nb\n\nc");
+        assert_eq!((l.line(0), l.line(2), l.line(4), l.line(5)), (1, 2, 3, 4));
+    }
+}
