@@ -165,12 +165,18 @@ fn a_test_skipped_through_an_alias_of_a_skip_marker_is_reject() {
         "",
         "test_retry.TestBackoff::test_cap passed on the base revision and is skipped after the patch",
     );
-    // Nothing else sees it: without the baseline the same patch is
-    // `review`, which is the gap the baseline closes.
+    // Without the baseline the same patch was `review`; the test judged on
+    // its syntax tree now names the decorator added to it.
     let (code, record) = checked(&repo, "s", skip_through_an_alias, &["--no-test-baseline"]);
-    assert_eq!(code, 0, "{record:#}");
+    assert_eq!(code, 4, "{record:#}");
     assert!(record["base_junit"].is_null(), "{record:#}");
     assert!(record["test_run"]["baseline"].is_null(), "{record:#}");
+    assert_miss(
+        &record,
+        "assertions_not_weakened",
+        "tests/test_retry.py",
+        "test `TestBackoff::test_cap`: `@later` was added",
+    );
 }
 
 // The runner writes the report `tests_pass` judges; a patch changed it to

@@ -40,6 +40,7 @@ pub fn parse(path: &str, src: &str) -> Result<Parsed, String> {
             is_test: false,
             line: 1,
             asserts: Vec::new(),
+            risks: Vec::new(),
         }],
         current: 0,
         titles: Vec::new(),
@@ -47,6 +48,7 @@ pub fn parse(path: &str, src: &str) -> Result<Parsed, String> {
     };
     w.visit_program(&ret.program);
     let mut units = w.units;
+    crate::units::resolve_helpers(&mut units);
     // Two tests of one title in one block: the runner runs both; match
     // them in order (`title #2`).
     let mut seen: Vec<String> = Vec::new();
@@ -81,14 +83,33 @@ const SUITES: &[&str] = &[
 ];
 const TESTS: &[&str] = &["it", "test", "specify", "xit", "fit", "xtest", "xspecify"];
 
-/// The name a call is made by, with its modifiers peeled off:
-/// `it.only(…)`, `test.each(table)(…)`, `describe.skip.each(…)(…)`.
-fn base_name<'a>(e: &'a Expression<'a>) -> Option<&'a str> {
+/// The name a call is made by, with its modifiers peeled off and kept:
+/// `it.only(…)`, `test.each(table)(…)`, `describe.skip.each(…)(…)`,
+/// `it?.skip(…)`, `it['skip'](…)`.
+fn base_name<'a>(e: &'a Expression<'a>, mods: &mut Vec<&'a str>) -> Option<&'a str> {
     match e {
         Expression::Identifier(i) => Some(i.name.as_str()),
-        Expression::StaticMemberExpression(m) => base_name(&m.object),
-        Expression::CallExpression(c) => base_name(&c.callee),
-        Expression::TaggedTemplateExpression(t) => base_name(&t.tag),
+        Expression::StaticMemberExpression(m) => {
+            mods.push(m.property.name.as_str());
+            base_name(&m.object, mods)
+        }
+        Expression::ComputedMemberExpression(m) => {
+            if let Expression::StringLiteral(s) = &m.expression {
+                mods.push(s.value.as_str());
+            }
+            base_name(&m.object, mods)
+        }
+        Expression::CallExpression(c) => base_name(&c.callee, mods),
+        Expression::TaggedTemplateExpression(t) => base_name(&t.tag, mods),
+        Expression::ParenthesizedExpression(p) => base_name(&p.expression, mods),
+        Expression::ChainExpression(c) => match &c.expression {
+            oxc_ast::ast::ChainElement::CallExpression(call) => base_name(&call.callee, mods),
+            oxc_ast::ast::ChainElement::StaticMemberExpression(m) => {
+                mods.push(m.property.name.as_str());
+                base_name(&m.object, mods)
+            }
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -275,8 +296,44 @@ fn negated(k: Kind, name: &str) -> Kind {
     }
 }
 
+/// A literal argument (`1`, `'a'`, `true`, `null`).
+fn arg_literal(a: &Argument) -> bool {
+    a.as_expression()
+        .is_some_and(|e| e.without_parentheses().is_literal())
+}
+
+/// `expect(x).matcher(y)` made a constant when it cannot fail: a literal
+/// under test (`expect(true).toBe(true)`), the same expression on both
+/// sides, or a wildcard expected (`expect.anything()`, `expect.any(T)`).
+fn expect_strength(src: &str, call: &CallExpression, object: &Expression, k: Kind) -> Kind {
+    let mut e = object;
+    let actual = loop {
+        match e {
+            Expression::StaticMemberExpression(m) => e = &m.object,
+            Expression::CallExpression(c) if matches!(&c.callee, Expression::Identifier(i) if i.name == "expect") =>
+            {
+                break c.arguments.first();
+            }
+            Expression::CallExpression(c) => e = &c.callee,
+            _ => break None,
+        }
+    };
+    let text = |a: &Argument| snippet(src, a.span().start as usize, a.span().end as usize);
+    match (actual, call.arguments.first()) {
+        (Some(a), _) if arg_literal(a) => Kind::Constant,
+        (Some(a), Some(b)) if text(a) == text(b) => Kind::Constant,
+        (_, Some(b)) if text(b).starts_with("expect.anything(") => Kind::Constant,
+        (_, Some(b))
+            if text(b).starts_with("expect.any(") && k.tier() > crate::units::Tier::Comparison =>
+        {
+            Kind::Type
+        }
+        _ => k,
+    }
+}
+
 /// What a call checks, when it is an assertion.
-fn call_kind(call: &CallExpression) -> Option<Kind> {
+fn call_kind(src: &str, call: &CallExpression) -> Option<Kind> {
     match &call.callee {
         // `assert(x)`.
         Expression::Identifier(i) if i.name == "assert" => {
@@ -292,16 +349,31 @@ fn call_kind(call: &CallExpression) -> Option<Kind> {
             match (below.root_call, below.root_ident) {
                 (Some("expect"), _) => {
                     let k = matcher(name).unwrap_or(Kind::Comparison);
-                    return Some(if not { negated(k, name) } else { k });
+                    let k = if not { negated(k, name) } else { k };
+                    return Some(expect_strength(src, call, &m.object, k));
                 }
-                (_, Some("assert")) if below.names.is_empty() => return Some(assert_method(name)),
+                (_, Some("assert")) if below.names.is_empty() => {
+                    let k = assert_method(name);
+                    let args: Vec<&Argument> = call.arguments.iter().collect();
+                    let same = match args.as_slice() {
+                        [a, b, ..] => {
+                            (arg_literal(a) && arg_literal(b))
+                                || snippet(src, a.span().start as usize, a.span().end as usize)
+                                    == snippet(src, b.span().start as usize, b.span().end as usize)
+                        }
+                        [a] => arg_literal(a) && k.tier() <= crate::units::Tier::Truthiness,
+                        _ => false,
+                    };
+                    return Some(if same { Kind::Constant } else { k });
+                }
                 // should.js / chai `should`: `x.should.equal(y)`.
                 _ if below.names.contains(&"should") => {
                     let k = matcher(name).unwrap_or(Kind::Comparison);
                     return Some(if not { negated(k, name) } else { k });
                 }
-                // supertest: `request(app).get('/').expect(200)`.
-                _ if name == "expect" => return Some(supertest(call)),
+                // supertest: `request(app).get('/').expect(200)`, on a
+                // request a call or a name makes (not an object literal).
+                (Some(_), _) | (_, Some(_)) if name == "expect" => return Some(supertest(call)),
                 _ => {}
             }
         }
@@ -343,10 +415,32 @@ fn property_kind(e: &Expression) -> Option<Kind> {
     if !rooted {
         return None;
     }
+    // Only chai's property assertions: `expect(x).toBe;` (never called)
+    // checks nothing.
+    if !CHAI_PROPERTIES.contains(&name) {
+        return None;
+    }
     let k = matcher(name)?;
     let not = below.names.contains(&"not");
     Some(if not { negated(k, name) } else { k })
 }
+
+/// chai's assertions made by reading a property.
+const CHAI_PROPERTIES: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "undefined",
+    "NaN",
+    "ok",
+    "exist",
+    "empty",
+    "called",
+    "calledOnce",
+    "calledTwice",
+    "fulfilled",
+    "rejected",
+];
 
 fn falsy(e: &Expression) -> bool {
     match e.without_parentheses() {
@@ -354,8 +448,16 @@ fn falsy(e: &Expression) -> bool {
         Expression::NullLiteral(_) => true,
         Expression::NumericLiteral(n) => n.value == 0.0,
         Expression::StringLiteral(s) => s.value.is_empty(),
-        Expression::Identifier(i) => i.name == "undefined",
+        Expression::Identifier(i) => i.name == "undefined" || i.name == "NaN",
+        Expression::BigIntLiteral(b) => b.value.trim_start_matches('0').is_empty(),
+        Expression::UnaryExpression(u) if u.operator.as_str() == "void" => true,
         Expression::UnaryExpression(u) if u.operator.as_str() == "!" => truthy(&u.argument),
+        Expression::LogicalExpression(l) if l.operator.as_str() == "&&" => {
+            falsy(&l.left) || falsy(&l.right)
+        }
+        Expression::LogicalExpression(l) if l.operator.as_str() == "||" => {
+            falsy(&l.left) && falsy(&l.right)
+        }
         _ => false,
     }
 }
@@ -366,14 +468,60 @@ fn truthy(e: &Expression) -> bool {
         Expression::NumericLiteral(n) => n.value != 0.0 && !n.value.is_nan(),
         Expression::StringLiteral(s) => !s.value.is_empty(),
         Expression::UnaryExpression(u) if u.operator.as_str() == "!" => falsy(&u.argument),
+        Expression::ArrayExpression(_) | Expression::ObjectExpression(_) => true,
+        Expression::LogicalExpression(l) if l.operator.as_str() == "||" => {
+            truthy(&l.left) || truthy(&l.right)
+        }
         _ => false,
     }
 }
 
+/// What ends a block for good when this statement runs: `return`,
+/// `throw`, `continue`, `break`, a skip, an exit, or a block that always
+/// runs and always ends.
+fn terminator(stmt: &Statement) -> Option<&'static str> {
+    match stmt {
+        Statement::ReturnStatement(_) => Some("`return`"),
+        Statement::ThrowStatement(_) => Some("`throw`"),
+        Statement::ContinueStatement(_) => Some("`continue`"),
+        Statement::BreakStatement(_) => Some("`break`"),
+        Statement::BlockStatement(b) => b.body.iter().find_map(terminator),
+        Statement::IfStatement(i) => {
+            let then = terminator(&i.consequent);
+            if truthy(&i.test) {
+                return then;
+            }
+            match &i.alternate {
+                Some(alt) if then.is_some() && terminator(alt).is_some() => then,
+                _ => None,
+            }
+        }
+        Statement::TryStatement(t) => t
+            .finalizer
+            .as_ref()
+            .and_then(|f| f.body.iter().find_map(terminator)),
+        Statement::ExpressionStatement(e) => match e.expression.without_parentheses() {
+            Expression::CallExpression(c) => {
+                let mut mods = Vec::new();
+                let name = base_name(&c.callee, &mut mods);
+                match (name, mods.first()) {
+                    (Some("skip"), None) | (_, Some(&"skip")) => Some("a skip"),
+                    (Some("process"), Some(&"exit" | &"abort")) => Some("an exit"),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A `catch` that does not throw again before anything else ends it.
 fn rethrows(stmts: &[Statement]) -> bool {
-    stmts
-        .iter()
-        .any(|s| matches!(s, Statement::ThrowStatement(_)))
+    matches!(
+        stmts.iter().find(|s| terminator(s).is_some()),
+        Some(Statement::ThrowStatement(_))
+    )
 }
 
 impl Walker<'_> {
@@ -384,6 +532,8 @@ impl Walker<'_> {
             line: self.lines.line(s),
             kind,
             dead: self.dead.clone(),
+            callee: None,
+            plain: false,
         };
         self.units[self.current].asserts.push(a);
     }
@@ -400,11 +550,41 @@ impl Walker<'_> {
     fn line(&self, offset: u32) -> u32 {
         self.lines.line(offset as usize)
     }
+
+    /// A function the file defines outside any test: a unit of its own,
+    /// so a test that calls it has its assertions.
+    fn helper(&mut self, name: String, at: u32, walk: impl FnOnce(&mut Self)) {
+        self.units.retain(|u| u.id != name || u.is_test);
+        self.units.push(Unit {
+            id: name,
+            is_test: false,
+            line: self.line(at),
+            asserts: Vec::new(),
+            risks: Vec::new(),
+        });
+        let unit = self.units.len() - 1;
+        let saved = self.current;
+        self.current = unit;
+        walk(self);
+        self.current = saved;
+    }
+}
+
+/// A function argument (a test's or a hook's callback).
+fn callback<'a, 'b>(
+    args: &'b [Argument<'a>],
+) -> Option<&'b oxc_allocator::Box<'a, oxc_ast::ast::FormalParameters<'a>>> {
+    args.iter().find_map(|a| match a {
+        Argument::FunctionExpression(f) => Some(&f.params),
+        Argument::ArrowFunctionExpression(f) => Some(&f.params),
+        _ => None,
+    })
 }
 
 impl<'a> Visit<'a> for Walker<'_> {
     fn visit_call_expression(&mut self, it: &CallExpression<'a>) {
-        let name = base_name(&it.callee);
+        let mut mods = Vec::new();
+        let name = base_name(&it.callee, &mut mods);
         let titled = title(it.arguments.first());
         if let (Some(name), Some(t)) = (name, titled.as_ref()) {
             if SUITES.contains(&name) {
@@ -413,53 +593,143 @@ impl<'a> Visit<'a> for Walker<'_> {
                 self.titles.pop();
                 return;
             }
-            if TESTS.contains(&name) && self.current == 0 {
+            if TESTS.contains(&name) && !self.units[self.current].is_test {
                 let mut id = self.titles.join(" > ");
                 if !id.is_empty() {
                     id.push_str(" > ");
                 }
                 id.push_str(t);
+                let mut risks = Vec::new();
+                if mods.contains(&"only") {
+                    risks.push((
+                        "only".into(),
+                        "it is focused (`only`), so no other test runs".into(),
+                    ));
+                }
+                if let Some(params) = callback(&it.arguments)
+                    && params.items.iter().any(|p| p.initializer.is_some())
+                {
+                    risks.push((
+                        "default".into(),
+                        "its callback now has a parameter with a default, which can shadow what it asserts with".into(),
+                    ));
+                }
+                // Registered where it never runs, or with a modifier that
+                // does not run it: not collected.
+                let collected =
+                    self.dead.is_none() && !mods.iter().any(|m| matches!(*m, "skip" | "todo"));
                 self.units.push(Unit {
                     id,
-                    is_test: true,
+                    is_test: collected,
                     line: self.line(it.span.start),
                     asserts: Vec::new(),
+                    risks,
                 });
+                let saved = self.current;
                 self.current = self.units.len() - 1;
                 walk::walk_call_expression(self, it);
-                self.current = 0;
+                self.current = saved;
                 return;
             }
         }
-        if let Some(k) = call_kind(it) {
+        let mark = self.units[self.current].asserts.len();
+        if let Some(k) = call_kind(self.src, it) {
             self.push(it.span, k);
+        } else if let Expression::Identifier(f) = &it.callee {
+            // A call to a function the file may define (`check(res)`): an
+            // assertion of that function's strength when it has any.
+            self.push(it.span, Kind::Constant);
+            let a = self.units[self.current]
+                .asserts
+                .last_mut()
+                .expect("just pushed");
+            a.callee = Some(f.name.to_string());
+            a.plain = true;
+        }
+        let pushed = self.units[self.current].asserts.len() > mark;
+        // A function handed to `expect(…)` or `assert.throws(…)` runs as
+        // the value under test: a failing assertion in it is what the
+        // matcher may expect.
+        let under_test = matches!(&it.callee, Expression::Identifier(i) if i.name == "expect")
+            || matches!(&it.callee, Expression::StaticMemberExpression(m)
+                if matches!(&m.object, Expression::Identifier(i) if i.name == "assert")
+                && matches!(m.property.name.as_str(), "throws" | "rejects" | "doesNotThrow" | "doesNotReject"));
+        if under_test {
+            let line = self.line(it.span.start);
+            self.visit_expression(&it.callee);
+            for a in &it.arguments {
+                let function = matches!(
+                    a,
+                    Argument::ArrowFunctionExpression(_) | Argument::FunctionExpression(_)
+                );
+                let why = function.then(|| {
+                    format!("it is inside the value under test of the assertion on line {line}")
+                });
+                self.with_dead(why, |w| w.visit_argument(a));
+            }
+            return;
         }
         walk::walk_call_expression(self, it);
+        // `expect(() => { assert… }).toThrow()` passes only when the
+        // assertions in it fail: the matcher checks nothing then.
+        if pushed {
+            let unit = &mut self.units[self.current];
+            let inverted = unit.asserts[mark + 1..].iter().any(|a| {
+                !a.plain
+                    && a.dead
+                        .as_deref()
+                        .is_some_and(|d| d.starts_with("it is inside the value under test"))
+            });
+            if inverted && self.dead.is_none() {
+                unit.asserts[mark].kind = Kind::Constant;
+            }
+        }
     }
 
     fn visit_expression_statement(&mut self, it: &ExpressionStatement<'a>) {
         if let Some(k) = property_kind(&it.expression) {
             self.push(it.expression.span(), k);
         }
-        walk::walk_expression_statement(self, it);
+        // An assertion on a promise, or a supertest request, as a statement
+        // of its own (neither awaited nor returned): nothing waits for it.
+        let mut why = None;
+        if let Expression::CallExpression(c) = it.expression.without_parentheses() {
+            let ch = chain(&c.callee);
+            let line = self.line(it.span.start);
+            let text = snippet(self.src, it.span.start as usize, it.span.end as usize);
+            if ch.root_call == Some("expect")
+                && ch
+                    .names
+                    .iter()
+                    .any(|n| matches!(*n, "resolves" | "rejects" | "eventually"))
+            {
+                why = Some(format!(
+                    "the promise assertion on line {line} is neither awaited nor returned"
+                ));
+            } else if ch.root_call != Some("expect")
+                && (ch.names.contains(&"expect")
+                    || matches!(&c.callee, Expression::StaticMemberExpression(m) if m.property.name == "expect"))
+                && !text.contains(".end(")
+                && !text.contains("done")
+                && !text.contains(".then(")
+            {
+                why = Some(format!(
+                    "the request on line {line} is neither awaited, returned nor ended, so it is never sent"
+                ));
+            }
+        }
+        self.with_dead(why, |w| walk::walk_expression_statement(w, it));
     }
 
     fn visit_statements(&mut self, it: &oxc_allocator::Vec<'a, Statement<'a>>) {
         let saved = self.dead.clone();
         for stmt in it {
             self.visit_statement(stmt);
-            if self.dead.is_none() {
-                let why = match stmt {
-                    Statement::ReturnStatement(_) => Some("`return`"),
-                    Statement::ThrowStatement(_) => Some("`throw`"),
-                    Statement::ContinueStatement(_) => Some("`continue`"),
-                    Statement::BreakStatement(_) => Some("`break`"),
-                    _ => None,
-                };
-                if let Some(why) = why {
-                    let line = self.line(stmt.span().start);
-                    self.dead = Some(format!("it comes after {why} on line {line}"));
-                }
+            if self.dead.is_none()
+                && let Some(why) = terminator(stmt)
+            {
+                let line = self.line(stmt.span().start);
+                self.dead = Some(format!("it comes after {why} on line {line}"));
             }
         }
         self.dead = saved;
@@ -478,18 +748,129 @@ impl<'a> Visit<'a> for Walker<'_> {
         }
     }
 
-    fn visit_try_statement(&mut self, it: &TryStatement<'a>) {
-        let swallowed = it.handler.as_ref().and_then(|h| {
-            (!rethrows(&h.body.body)).then(|| {
-                format!(
-                    "the `catch` on line {} swallows its failure",
-                    self.line(h.span.start)
-                )
-            })
+    fn visit_while_statement(&mut self, it: &oxc_ast::ast::WhileStatement<'a>) {
+        self.visit_expression(&it.test);
+        let line = self.line(it.span.start);
+        let never = falsy(&it.test)
+            .then(|| format!("it is under `while` with a false condition on line {line}"));
+        self.with_dead(never, |w| w.visit_statement(&it.body));
+    }
+
+    fn visit_for_of_statement(&mut self, it: &oxc_ast::ast::ForOfStatement<'a>) {
+        self.visit_expression(&it.right);
+        let line = self.line(it.span.start);
+        let empty = matches!(it.right.without_parentheses(), Expression::ArrayExpression(a) if a.elements.is_empty())
+            .then(|| format!("its `for` on line {line} loops over nothing"));
+        self.with_dead(empty, |w| w.visit_statement(&it.body));
+    }
+
+    fn visit_logical_expression(&mut self, it: &oxc_ast::ast::LogicalExpression<'a>) {
+        self.visit_expression(&it.left);
+        let line = self.line(it.span.start);
+        let skipped = match it.operator.as_str() {
+            "&&" => falsy(&it.left),
+            "||" => truthy(&it.left),
+            _ => false,
+        }
+        .then(|| {
+            format!(
+                "the `{}` on line {line} never evaluates it",
+                it.operator.as_str()
+            )
         });
+        self.with_dead(skipped, |w| w.visit_expression(&it.right));
+    }
+
+    fn visit_conditional_expression(&mut self, it: &oxc_ast::ast::ConditionalExpression<'a>) {
+        self.visit_expression(&it.test);
+        let line = self.line(it.span.start);
+        let why =
+            |b: bool| b.then(|| format!("the condition on line {line} never takes this branch"));
+        self.with_dead(why(falsy(&it.test)), |w| w.visit_expression(&it.consequent));
+        self.with_dead(why(truthy(&it.test)), |w| w.visit_expression(&it.alternate));
+    }
+
+    fn visit_variable_declarator(&mut self, it: &oxc_ast::ast::VariableDeclarator<'a>) {
+        // A function kept in a name that is never used again never runs.
+        if let (oxc_ast::ast::BindingPattern::BindingIdentifier(id), Some(init)) =
+            (&it.id, &it.init)
+            && matches!(
+                init.without_parentheses(),
+                Expression::ArrowFunctionExpression(_) | Expression::FunctionExpression(_)
+            )
+            && !crate::units::used(self.src, id.name.as_str())
+        {
+            let why = format!("it is in `{}`, which is never called", id.name.as_str());
+            self.with_dead(Some(why), |w| walk::walk_variable_declarator(w, it));
+            return;
+        }
+        if let (oxc_ast::ast::BindingPattern::BindingIdentifier(id), Some(init)) =
+            (&it.id, &it.init)
+            && matches!(
+                init.without_parentheses(),
+                Expression::ArrowFunctionExpression(_) | Expression::FunctionExpression(_)
+            )
+            && self.current == 0
+        {
+            let name = id.name.to_string();
+            self.helper(name, it.span.start, |w| {
+                walk::walk_variable_declarator(w, it)
+            });
+            return;
+        }
+        walk::walk_variable_declarator(self, it);
+    }
+
+    fn visit_function(
+        &mut self,
+        it: &oxc_ast::ast::Function<'a>,
+        flags: oxc_syntax::scope::ScopeFlags,
+    ) {
+        if let Some(id) = &it.id
+            && it.r#type == oxc_ast::ast::FunctionType::FunctionDeclaration
+            && !crate::units::used(self.src, id.name.as_str())
+        {
+            let why = format!("it is in `{}`, which is never called", id.name.as_str());
+            self.with_dead(Some(why), |w| walk::walk_function(w, it, flags));
+            return;
+        }
+        if let Some(id) = &it.id
+            && it.r#type == oxc_ast::ast::FunctionType::FunctionDeclaration
+            && self.current == 0
+        {
+            let name = id.name.to_string();
+            self.helper(name, it.span.start, |w| walk::walk_function(w, it, flags));
+            return;
+        }
+        walk::walk_function(self, it, flags);
+    }
+
+    fn visit_try_statement(&mut self, it: &TryStatement<'a>) {
+        let finally_ends = it
+            .finalizer
+            .as_ref()
+            .and_then(|f| f.body.iter().find_map(terminator))
+            .map(|why| {
+                format!(
+                    "the `finally` on line {} ends with {why}, which swallows its failure",
+                    self.line(it.span.start)
+                )
+            });
+        let swallowed = it
+            .handler
+            .as_ref()
+            .and_then(|h| {
+                (!rethrows(&h.body.body)).then(|| {
+                    format!(
+                        "the `catch` on line {} swallows its failure",
+                        self.line(h.span.start)
+                    )
+                })
+            })
+            .or(finally_ends.clone());
         self.with_dead(swallowed, |w| w.visit_block_statement(&it.block));
         if let Some(h) = &it.handler {
-            self.visit_catch_clause(h);
+            self.with_dead(finally_ends, |w| w.visit_catch_clause(h));
         }
         if let Some(f) = &it.finalizer {
             self.visit_block_statement(f);
@@ -594,5 +975,97 @@ mod tests {
         let p = parse("src/a.test.ts", ts).unwrap();
         assert_eq!(p.units[1].asserts.len(), 1, "{:?}", p.units);
         assert!(parse("a.test.js", "it('x', () => {").is_err());
+    }
+
+    /// The hostile review's bypasses: every one is a finding now.
+    #[test]
+    fn the_reviewed_bypasses_are_found() {
+        let a = "    assert.strictEqual(add(1, 2), 3);";
+        let cases: Vec<String> = vec![
+            MOCHA.replace(a, &format!("    {{ return; }}\n{a}")),
+            MOCHA.replace(a, &format!("    if (true) return;\n{a}")),
+            MOCHA.replace(a, "    if (void 0) { assert.strictEqual(add(1, 2), 3); }"),
+            MOCHA.replace(a, "    if (NaN) { assert.strictEqual(add(1, 2), 3); }"),
+            MOCHA.replace(a, "    while (false) { assert.strictEqual(add(1, 2), 3); }"),
+            MOCHA.replace(
+                a,
+                "    for (const _ of []) { assert.strictEqual(add(1, 2), 3); }",
+            ),
+            MOCHA.replace(a, "    false && assert.strictEqual(add(1, 2), 3);"),
+            MOCHA.replace(
+                a,
+                "    try { assert.strictEqual(add(1, 2), 3); } finally { return; }",
+            ),
+            MOCHA.replace(
+                a,
+                "    try { assert.strictEqual(add(1, 2), 3); } catch (e) { return; throw e; }",
+            ),
+            MOCHA.replace(
+                a,
+                "    expect(() => assert.strictEqual(add(1, 2), 3)).toThrow();",
+            ),
+            MOCHA.replace(
+                a,
+                "    const check = () => { assert.strictEqual(add(1, 2), 3); };",
+            ),
+            MOCHA.replace(a, "    expect(true).toBe(true);"),
+            MOCHA.replace(a, "    expect(add(1, 2)).toEqual(expect.anything());"),
+            MOCHA.replace(a, "    assert.strictEqual(1, 1);"),
+            MOCHA.replace(a, "    expect(add(1, 2)).toBe;"),
+            MOCHA.replace(a, "    ({ expect() {} }).expect(200);"),
+            MOCHA.replace(
+                "request(app).get('/').expect(200, done);",
+                "request(app).get('/').expect(200); done();",
+            ),
+            MOCHA.replace("it('adds'", "it?.skip('adds'"),
+            MOCHA.replace("it('adds'", "it?.only('adds'"),
+            MOCHA.replace(
+                "function () {\n    assert",
+                "function (assert = { strictEqual() {} }) {\n    assert",
+            ),
+            format!("const later = () => {{\n{MOCHA}}};\n"),
+            MOCHA.replace(a, &format!("    process.exit(0);\n{a}")),
+        ];
+        for (i, patched) in cases.iter().enumerate() {
+            let f = findings(MOCHA, patched);
+            assert!(!f.is_empty(), "case {i} got through:\n{patched}");
+        }
+        // Promise assertions: awaited at the base, not now.
+        let base = "test('p', async () => {\n  await expect(p()).resolves.toBe(3);\n});\n";
+        let patched = base.replace("await expect", "expect");
+        assert!(!findings(base, &patched).is_empty());
+    }
+
+    #[test]
+    fn a_helpers_assertions_count_where_it_is_called() {
+        let base = "function check(r) {\n  assert.strictEqual(r, 3);\n}\ndescribe('d', () => {\n  it('c', () => {\n    check(add(1, 2));\n  });\n});\n";
+        let dropped = base.replace("    check(add(1, 2));\n", "    add(1, 2);\n");
+        assert_eq!(
+            findings(base, &dropped).len(),
+            1,
+            "{:?}",
+            findings(base, &dropped)
+        );
+        // Tests a function registers are tests, wherever it is called.
+        let shared = "function shared() {\n  it('s', () => { expect(f()).toBe(1); });\n}\ndescribe('d', () => { shared(); });\n";
+        let emptied = shared.replace("expect(f()).toBe(1);", "");
+        assert_eq!(findings(shared, &emptied).len(), 1);
+    }
+
+    #[test]
+    fn honest_changes_are_not_findings() {
+        let a = "assert.strictEqual(add(1, 2), 3)";
+        for patched in [
+            MOCHA.replace(a, "expect(add(1, 2)).to.equal(3)"),
+            MOCHA.replace(a, "assert.deepStrictEqual(add(1, 2), 3)"),
+            MOCHA.replace(".expect(200, done)", ".expect(200).end(done)"),
+            MOCHA.replace(
+                "  it('adds'",
+                "  it('more', () => { expect(sub(3, 1)).toBe(2); });\n  it('adds'",
+            ),
+        ] {
+            let f = findings(MOCHA, &patched);
+            assert!(f.is_empty(), "{patched}\n{f:?}");
+        }
     }
 }

@@ -81,6 +81,12 @@ pub struct Assertion {
     pub kind: Kind,
     /// Why it can never run or never fail, when it cannot.
     pub dead: Option<String>,
+    /// The function it calls, for an assertion helper (`assert_ok`): one
+    /// the file defines is as strong as its own assertions.
+    pub callee: Option<String>,
+    /// A plain call to `callee`, an assertion only if the file defines it
+    /// with assertions of its own.
+    pub plain: bool,
 }
 
 /// A test, a helper, or the code outside every function.
@@ -93,6 +99,11 @@ pub struct Unit {
     /// 1-based line of its definition.
     pub line: u32,
     pub asserts: Vec<Assertion>,
+    /// What can take a test out of its runner without a marker (`async
+    /// def` under unittest, an added decorator, a defaulted parameter): a
+    /// key, and what it does. One the base's unit does not have is a
+    /// finding.
+    pub risks: Vec<(String, String)>,
 }
 
 /// What a parsed file holds.
@@ -122,7 +133,9 @@ impl Lines {
     }
 }
 
-/// `src[start..end]` on one line, whitespace collapsed, at most 120 chars.
+/// `src[start..end]` on one line, whitespace collapsed: what assertions
+/// are matched by, whole (a cut text would make two differing assertions
+/// one).
 pub fn snippet(src: &str, start: usize, end: usize) -> String {
     let text = src.get(start..end).unwrap_or_default();
     let mut out = String::new();
@@ -132,10 +145,64 @@ pub fn snippet(src: &str, start: usize, end: usize) -> String {
         }
         out.push_str(word);
     }
-    if out.chars().count() > 120 {
-        out = out.chars().take(117).collect::<String>() + "...";
-    }
     out
+}
+
+/// `text` as a finding shows it: at most 120 characters.
+pub fn shown(text: &str) -> String {
+    if text.chars().count() > 120 {
+        text.chars().take(117).collect::<String>() + "..."
+    } else {
+        text.to_string()
+    }
+}
+
+/// Whether `word` occurs in `text` more than once as a whole identifier
+/// (its definition and a use).
+pub fn used(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    text.match_indices(word)
+        .filter(|(i, _)| {
+            let before = text[..*i].chars().next_back();
+            let after = text[i + word.len()..].chars().next();
+            !before.is_some_and(ident) && !after.is_some_and(ident)
+        })
+        .count()
+        > 1
+}
+
+/// Assertion helpers the file defines take the strength of their own
+/// strongest live assertion (a constant when they have none: `def
+/// assert_ok(*a): pass`).
+pub fn resolve_helpers(units: &mut [Unit]) {
+    let strength: Vec<(String, Kind)> = units
+        .iter()
+        .filter(|u| !u.is_test)
+        .map(|u| {
+            let name = u.id.rsplit("::").next().unwrap_or(&u.id).to_string();
+            let best = u
+                .asserts
+                .iter()
+                .filter(|a| a.dead.is_none())
+                .map(|a| a.kind)
+                .max_by_key(|k| k.tier())
+                .unwrap_or(Kind::Constant);
+            (name, best)
+        })
+        .collect();
+    for u in units.iter_mut() {
+        for a in u.asserts.iter_mut() {
+            if let Some(callee) = &a.callee
+                && let Some((_, k)) = strength.iter().find(|(n, _)| n == callee)
+            {
+                a.kind = *k;
+                if *k != Kind::Constant {
+                    a.plain = false;
+                }
+            }
+        }
+        u.asserts.retain(|a| !a.plain);
+    }
 }
 
 /// One finding: the line in the patched file (or none), and the message.
@@ -164,7 +231,7 @@ pub fn judge(base: &Parsed, patched: &Parsed) -> Vec<Found> {
                         what(b),
                         b.line,
                         match b.asserts.iter().find(|a| a.dead.is_none()) {
-                            Some(a) => format!(", and its assertions with it (`{}`)", a.text),
+                            Some(a) => format!(", and its assertions with it (`{}`)", shown(&a.text)),
                             None => String::new(),
                         }
                     ),
@@ -179,6 +246,13 @@ pub fn judge(base: &Parsed, patched: &Parsed) -> Vec<Found> {
             ));
             continue;
         }
+        if b.is_test {
+            for (key, what_it_does) in &p.risks {
+                if !b.risks.iter().any(|(k, _)| k == key) {
+                    found.push((Some(p.line), format!("{}: {what_it_does}", what(b))));
+                }
+            }
+        }
         found.extend(compare(b, p));
     }
     found
@@ -189,12 +263,19 @@ pub fn judge(base: &Parsed, patched: &Parsed) -> Vec<Found> {
 fn compare(b: &Unit, p: &Unit) -> Vec<Found> {
     let mut base: Vec<&Assertion> = b.asserts.iter().filter(|a| a.dead.is_none()).collect();
     let mut now: Vec<&Assertion> = p.asserts.iter().filter(|a| a.dead.is_none()).collect();
-    base.retain(|a| match now.iter().position(|x| x.text == a.text) {
-        Some(k) => {
-            now.remove(k);
-            false
+    // The same text of the same strength: `pytest.raises(E)` alone is
+    // not the `with pytest.raises(E):` it was.
+    base.retain(|a| {
+        match now
+            .iter()
+            .position(|x| x.text == a.text && x.kind == a.kind)
+        {
+            Some(k) => {
+                now.remove(k);
+                false
+            }
+            None => true,
         }
-        None => true,
     });
     base.sort_by(|x, y| y.kind.tier().cmp(&x.kind.tier()).then(x.line.cmp(&y.line)));
     now.sort_by(|x, y| y.kind.tier().cmp(&x.kind.tier()).then(x.line.cmp(&y.line)));
@@ -208,9 +289,9 @@ fn compare(b: &Unit, p: &Unit) -> Vec<Found> {
                 format!(
                     "{}: assertion `{}` (line {} at the base) was replaced by a weaker one, `{}`: {} is weaker than {}",
                     what(b),
-                    a.text,
+                    shown(&a.text),
                     a.line,
-                    n.text,
+                    shown(&n.text),
                     n.kind.name(),
                     a.kind.name()
                 ),
@@ -226,7 +307,7 @@ fn compare(b: &Unit, p: &Unit) -> Vec<Found> {
                         format!(
                             "{}: assertion `{}` can no longer fail: {}",
                             what(b),
-                            a.text,
+                            shown(&a.text),
                             d.dead.as_deref().unwrap_or_default()
                         ),
                     ),
@@ -235,7 +316,7 @@ fn compare(b: &Unit, p: &Unit) -> Vec<Found> {
                         format!(
                             "{}: assertion `{}` (line {} at the base, {}) was removed",
                             what(b),
-                            a.text,
+                            shown(&a.text),
                             a.line,
                             a.kind.name()
                         ),
@@ -257,6 +338,8 @@ mod tests {
             line: 1,
             kind,
             dead: None,
+            callee: None,
+            plain: false,
         }
     }
 
@@ -266,6 +349,7 @@ mod tests {
             is_test: true,
             line: 1,
             asserts,
+            risks: Vec::new(),
         }
     }
 
