@@ -615,6 +615,25 @@ fn fail_on_gives_the_exit_code_of_the_most_severe_listed_status() {
     run(repo.path(), &["report"]).assert_code(64);
 }
 
+/// A patch can make its own trial stop with no verdict (`not_classified`);
+/// a gate that lists statuses and forgets that one would pass it. `--fail-on`
+/// with no list fails on every status but review.
+#[test]
+fn fail_on_with_no_list_fails_on_every_status_but_review() {
+    let repo = ledger();
+    let all = run(repo.path(), &["report", "--fail-on"]);
+    all.assert_code(4);
+    assert!(
+        all.stderr.contains("1 reject") && all.stderr.contains("not classified"),
+        "{}",
+        all.stderr
+    );
+    // The run captured and never checked has no verdict: exit 2, never 0.
+    run(repo.path(), &["report", "--run", "pending", "--fail-on"]).assert_code(2);
+    run(repo.path(), &["report", "--run", "cut", "--fail-on"]).assert_code(2);
+    run(repo.path(), &["report", "--run", "good", "--fail-on"]).assert_code(0);
+}
+
 /// Microsoft's SARIF Multitool with GitHub's ingestion rules (the legacy
 /// GH1001-GH1007 turned on), installed by `.ci/sarif-multitool`: every
 /// finding it makes, as `ruleId: message` lines.

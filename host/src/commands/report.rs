@@ -7,6 +7,7 @@ use crate::exit::{Error, ExitCode, Result};
 use crate::output::{self, OutputArgs, OutputFormat};
 use crate::report::{self, Summary, TrialStatus, Written};
 use crate::resolve::ScopeArgs;
+use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -51,12 +52,12 @@ pub struct ReportArgs {
     pub dataset: Option<PathBuf>,
     /// Exit non-zero, after writing every report, when a reported run has
     /// one of these statuses (comma-separated: `reject`,
-    /// `fixture_mismatch`, `incomplete`, `not_classified`), so a CI gate
-    /// reads the exit code: 4 when one is `reject`, else 3 for
-    /// `fixture_mismatch`, else 2 (`incomplete`, `not_classified`). A broken
-    /// chain is always exit 65.
-    #[arg(long, value_name = "STATUSES", value_delimiter = ',')]
-    pub fail_on: Vec<FailOn>,
+    /// `fixture_mismatch`, `incomplete`, `not_classified`; with no list,
+    /// every status but `review`), so a CI gate reads the exit code: 4 when
+    /// one is `reject`, else 3 for `fixture_mismatch`, else 2
+    /// (`incomplete`, `not_classified`). A broken chain is always exit 65.
+    #[arg(long, value_name = "STATUSES", value_delimiter = ',', num_args = 0..)]
+    pub fail_on: Option<Vec<FailOn>>,
     #[command(flatten)]
     pub scope: ScopeArgs,
     #[command(flatten)]
@@ -205,7 +206,13 @@ impl ReportArgs {
                 ),
             ));
         }
-        if let Some((code, line)) = fail_on(&self.fail_on, &trials) {
+        // `--fail-on` with no list fails closed: every status but review.
+        let listed = match &self.fail_on {
+            None => Vec::new(),
+            Some(l) if l.is_empty() => FailOn::value_variants().to_vec(),
+            Some(l) => l.clone(),
+        };
+        if let Some((code, line)) = fail_on(&listed, &trials) {
             eprintln!("{line}");
             return Ok(code);
         }
