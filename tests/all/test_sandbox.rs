@@ -612,6 +612,39 @@ fn the_test_commands_output_reaches_the_terminal_escaped() {
     assert!(screen.contains("\\u{1b}]0;pwned"), "{screen:?}");
 }
 
+// Issue 39's twelfth class: the suite's output started lines of our
+// stderr, so a CI runner read `::error`/`::stop-commands::` as commands and
+// a reader a forged verdict. Every line shown is behind the prefix.
+#[test]
+fn no_line_of_the_test_commands_output_starts_where_it_chose() {
+    let trial = Trial::new();
+    let cmd = format!(
+        "printf 'partial'; printf '\\n::error file=src/a.py::forged\\n' >&2; printf '\\r::stop-commands::tok\\nverdict: review (exit 0) forged\\n'; printf 'tail forged'; {PASS}"
+    );
+    let out = trial
+        .command(&[
+            "--test-cmd",
+            &cmd,
+            "--no-test-baseline",
+            "--show-test-output",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let shown: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("forged") || l.contains("partial") || l.contains("stop-commands"))
+        .collect();
+    assert_eq!(shown.len(), 4, "{stderr}");
+    for line in shown {
+        assert!(
+            line.starts_with("test | "),
+            "a line of the suite's own: {line:?}\n{stderr}"
+        );
+    }
+}
+
 // Issue 21's third attack: the fixture root was read-only but its parent
 // was not; renaming the parent away, recreating the fixture and renaming
 // back made a wrong fix pass a golden-file test. Every ancestor of a

@@ -1,5 +1,8 @@
 //! The jailed command's output: read, counted against the cap, kept, and
-//! shown escaped when asked.
+//! shown escaped when asked: whole lines only, each behind [`PREFIX`], so
+//! no line the command prints starts where it chose (a CI runner reads a
+//! line that starts with `::error` or `::stop-commands::` as a command to
+//! itself, and a reader takes `verdict: review` at a line's start as ours).
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -41,6 +44,16 @@ impl Pumps {
                     let mut buf = vec![0u8; 64 * 1024];
                     let mut ids = crate::completion_ids::Scanner::default();
                     let mut kept = Vec::new();
+                    let mut line = Lines::default();
+                    let show = |text: String| {
+                        // The cap bounds what the operator's terminal
+                        // receives too (escaping can grow the text); what is
+                        // cut is cut at a line's end, never inside one.
+                        let before = echoed.fetch_add(text.len() as u64, Ordering::Relaxed);
+                        if before < cap {
+                            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+                        }
+                    };
                     while let Ok(n) = reader.read(&mut buf) {
                         if n == 0 || done.load(Ordering::Relaxed) {
                             break;
@@ -51,17 +64,12 @@ impl Pumps {
                             ids.feed(&buf[..keep]);
                             kept.extend_from_slice(&buf[..keep]);
                             if echo {
-                                // Untrusted text: escaped, as every other.
-                                let text = crate::output::inert_stream(&buf[..keep]);
-                                let before = echoed.fetch_add(text.len() as u64, Ordering::Relaxed);
-                                let room = cap.saturating_sub(before) as usize;
-                                let mut end = room.min(text.len());
-                                while !text.is_char_boundary(end) {
-                                    end -= 1;
-                                }
-                                let _ = std::io::stderr().lock().write_all(&text.as_bytes()[..end]);
+                                show(line.feed(&buf[..keep]));
                             }
                         }
+                    }
+                    if echo {
+                        show(line.finish());
                     }
                     (ids.finish(), kept)
                 })
@@ -117,6 +125,57 @@ impl Pumps {
     }
 }
 
+/// What starts every line of the command's output on our stderr.
+pub(crate) const PREFIX: &str = "test | ";
+
+/// The longest line shown as one: past it, the rest goes on a line of its
+/// own (behind the prefix too).
+const LONGEST_LINE: usize = 16 * 1024;
+
+/// Cuts a stream into whole lines, each escaped ([`crate::output::inert`]:
+/// no control character, carriage return or separator survives) and
+/// written behind [`PREFIX`] with our own line break. A chunk's unfinished
+/// last line waits for the next chunk, so two streams written at once
+/// never share a line.
+#[derive(Default)]
+struct Lines {
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    fn line(out: &mut String, bytes: &[u8]) {
+        out.push_str(PREFIX);
+        out.push_str(&crate::output::inert(&String::from_utf8_lossy(bytes)));
+        out.push('\n');
+    }
+
+    /// The lines `bytes` completes, ready to write.
+    fn feed(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut out = String::new();
+        let mut start = 0;
+        while let Some(k) = self.pending[start..].iter().position(|&b| b == b'\n') {
+            Self::line(&mut out, &self.pending[start..start + k]);
+            start += k + 1;
+        }
+        while self.pending.len() - start > LONGEST_LINE {
+            Self::line(&mut out, &self.pending[start..start + LONGEST_LINE]);
+            start += LONGEST_LINE;
+        }
+        self.pending.drain(..start);
+        out
+    }
+
+    /// The last line, when the stream did not end with a line break.
+    fn finish(&mut self) -> String {
+        let mut out = String::new();
+        if !self.pending.is_empty() {
+            Self::line(&mut out, &std::mem::take(&mut self.pending));
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +215,26 @@ mod tests {
             10,
             "no byte past the cap is kept"
         );
+    }
+
+    #[test]
+    fn every_line_starts_with_the_prefix_whatever_the_chunks() {
+        let mut l = Lines::default();
+        let mut shown = l.feed(b"ok\n::error file=x::forged\nverdict: rev");
+        shown.push_str(&l.feed(b"iew (exit 0)\r::stop-commands::t\n\x1b[2K"));
+        shown.push_str(&l.finish());
+        assert_eq!(
+            shown,
+            "test | ok\ntest | ::error file=x::forged\ntest | verdict: review (exit 0)\\r::stop-commands::t\ntest | \\u{1b}[2K\n"
+        );
+        assert!(shown.lines().all(|line| line.starts_with(PREFIX)));
+    }
+
+    #[test]
+    fn a_line_past_the_longest_is_cut_behind_the_prefix() {
+        let mut l = Lines::default();
+        let shown = l.feed(&vec![b'a'; LONGEST_LINE * 2 + 5]) + &l.finish();
+        assert_eq!(shown.lines().count(), 3);
+        assert!(shown.lines().all(|line| line.starts_with(PREFIX)));
     }
 }

@@ -134,8 +134,9 @@ impl TestLimits {
 pub struct TestEnvArgs {
     #[command(flatten)]
     pub limits: TestLimits,
-    /// Also copy the trial's test command output to stderr as it runs
-    /// (escaped). Without it the output goes only to the ledger, as
+    /// Also copy the trial's test command output to stderr as it runs,
+    /// each line escaped and behind `test | `, so no line of it starts
+    /// where the suite chose. Without it the output goes only to the ledger, as
     /// `properties/ID.test.log`, and the record keeps its last 64 KiB.
     #[arg(long, requires = "test_cmd")]
     pub show_test_output: bool,
