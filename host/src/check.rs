@@ -83,6 +83,22 @@ pub fn check_on(
             )));
         }
         on_recorded_base(spec, &transcript)?;
+        // A branch's patch is judged on that branch: with a fixed run id, a
+        // second branch's capture fails (the record exists) and this check
+        // would judge the first branch's patch without a word.
+        if let Some(g) = &transcript.loaded.record.git
+            && let Some(head) = spec.repo.head()
+            && head != g.head
+        {
+            return Err(Error::Refused(format!(
+                "run `{}` is the patch of `{}` up to commit {}, but the checkout's HEAD is {}: it is another commit's patch; capture this one (`capture --git BASE..HEAD` without `--run` names the run after HEAD) or check out {}",
+                spec.run,
+                crate::output::inert(&g.range),
+                g.head,
+                head,
+                g.head
+            )));
+        }
         if transcript.loaded.record.complete {
             // One checkout of the base serves the lock and the replay.
             let trees = match base {
@@ -172,10 +188,13 @@ fn unmatched_test_globs(spec: &TrialSpec) -> Result<Vec<String>> {
             ));
         }
     }
+    // A gate that protects no test would say `review` to a deleted test:
+    // an error that names the fix, never a warning beside a verdict.
     if !matched_any && !globs.is_empty() {
-        notes.push(
-            "warning: no configured test glob matches a tracked file: tests_not_deleted and assertions_not_weakened protect no test of this repository".into(),
-        );
+        return Err(Error::Refused(format!(
+            "no test glob of `[tests] globs` ({}) matches a file tracked at the base revision {}: tests_not_deleted and assertions_not_weakened would protect no test; list where the tests are (`agent-ledger init` on a checkout writes the globs its runners use)",
+            spec.config.source, spec.base
+        )));
     }
     Ok(notes)
 }

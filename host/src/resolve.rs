@@ -260,6 +260,7 @@ fn resolve_with<T: Send>(
         Some(dir) => Ledger::new(dir),
         None => Ledger::new(root.join(&config.config.ledger)),
     };
+    refuse_linked_ledger(&root, ledger.root())?;
     Ok((
         Resolved {
             repo,
@@ -272,12 +273,57 @@ fn resolve_with<T: Send>(
     ))
 }
 
+/// Refuses a ledger reached through a symbolic link inside the checkout
+/// `root`: a branch that commits `.agent-ledger` (or a directory above it)
+/// as a link would have `capture` and `check` write its records, its own
+/// diff among them, wherever the link points. The ledger itself and each
+/// directory above it are looked at up to `root`; a link outside the
+/// checkout (the operator's own layout) is not the branch's to make.
+fn refuse_linked_ledger(root: &Path, ledger: &Path) -> Result<()> {
+    let Ok(real_root) = std::fs::canonicalize(root) else {
+        return Ok(());
+    };
+    let absolute = match std::env::current_dir() {
+        Ok(cwd) if ledger.is_relative() => cwd.join(ledger),
+        _ => ledger.to_path_buf(),
+    };
+    let mut at = absolute.as_path();
+    loop {
+        let Some(parent) = at.parent() else {
+            return Ok(());
+        };
+        // Only what lies inside the checkout: its parent, resolved, is
+        // the root or below it.
+        let inside = std::fs::canonicalize(parent).is_ok_and(|p| p.starts_with(&real_root));
+        if !inside {
+            return Ok(());
+        }
+        if at
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            let target = std::fs::read_link(at).unwrap_or_default();
+            return Err(Error::data(
+                at,
+                format!(
+                    "the ledger `{}` is reached through this symbolic link (to `{}`), which the checkout holds: records are never written through a link a branch can commit; remove it, or pass `--ledger DIR` outside the checkout",
+                    ledger.display(),
+                    target.display()
+                ),
+            ));
+        }
+        at = parent;
+    }
+}
+
 /// What identifies a trial on the command line (`check`, `replay`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct TrialArgs {
-    /// Run id of the captured trial.
+    /// Run id of the captured trial [default: `git-` and the first 12 hex
+    /// digits of the checkout's HEAD: the run `capture --git BASE..HEAD`
+    /// makes without `--run`].
     #[arg(long, value_name = "ID")]
-    pub run: String,
+    pub run: Option<String>,
     #[command(flatten)]
     pub repo: RepoArgs,
     /// The base revision the patch applies to [default: the merge base a
@@ -386,7 +432,19 @@ impl TrialArgs {
         if self.test_cmd.is_none() {
             self.test_env.limits.refuse_unused("--test-cmd")?;
         }
-        let run = crate::ledger::RunId::parse(&self.run)?;
+        let run = match &self.run {
+            Some(r) => crate::ledger::RunId::parse(r)?,
+            None => {
+                let repo = Repo::open(self.repo.repo.as_deref().unwrap_or(Path::new(".")))?;
+                let head = repo.head().ok_or_else(|| {
+                    Error::Usage(
+                        "no `--run`, and the repository has no commit to derive one from: pass `--run ID`"
+                            .into(),
+                    )
+                })?;
+                crate::ledger::RunId::of_commit(head)?
+            }
+        };
         let (base, found_in) = match &self.base {
             Some(b) => (b.clone(), None),
             None => {

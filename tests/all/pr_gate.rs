@@ -114,6 +114,71 @@ fn a_good_branch_passes_the_gate_on_its_merge_base() {
     assert!(root.join(".agent-ledger/.gitignore").exists());
 }
 
+/// The flow as a newcomer runs it on two branches in turn: without
+/// `--run`, each branch's capture is a run of its own, named after its
+/// head, and `check` without `--run` finds the one for the checkout.
+#[test]
+fn runs_named_after_the_head_never_collide_between_branches() {
+    let repo = forked_repo();
+    let root = repo.path();
+    let cache = cache_dir();
+    let check = |root: &Path| run(root, &["check", "--cache-dir", cache.to_str().unwrap()]);
+    on_branch(root, "good", |r| {
+        write(
+            &r.join("src/calc.py"),
+            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+        );
+    });
+    let good = git(root, &["rev-parse", "agent"]);
+    run(root, &["capture", "--git", "main..HEAD"]).assert_code(0);
+    assert!(
+        root.join(format!(
+            ".agent-ledger/transcripts/git-{}.json",
+            &good[..12]
+        ))
+        .exists()
+    );
+    let out = check(root);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // A second branch from the same fork, which deletes a test.
+    git(root, &["checkout", "-q", "-b", "evil", "main~1"]);
+    std::fs::remove_file(root.join("tests/test_calc.py")).unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "evil"]);
+    run(root, &["capture", "--git", "main..HEAD"]).assert_code(0);
+    let out = check(root);
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+}
+
+/// With a fixed run id the second branch's capture fails (the record
+/// exists); `check` must not then judge the first branch's patch.
+#[test]
+fn check_refuses_a_receipt_of_another_head() {
+    let repo = forked_repo();
+    let root = repo.path();
+    on_branch(root, "good", |r| {
+        write(
+            &r.join("src/calc.py"),
+            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+        );
+    });
+    let first = git(root, &["rev-parse", "agent"]);
+    run(root, &["capture", "--run", "pr", "--git", "main..HEAD"]).assert_code(0);
+    git(root, &["checkout", "-q", "-b", "evil", "main~1"]);
+    std::fs::remove_file(root.join("tests/test_calc.py")).unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "evil"]);
+    let second = git(root, &["rev-parse", "HEAD"]);
+    run(root, &["capture", "--run", "pr", "--git", "main..HEAD"]).assert_code(73);
+    let out = run(root, &["check", "--run", "pr"]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&first) && out.stderr.contains(&second),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn a_branch_that_deletes_a_test_fails_the_gate() {
     let repo = forked_repo();
@@ -562,6 +627,46 @@ fn a_branch_cannot_move_the_ledger_or_commit_a_receipt_of_its_own() {
         out.stderr.contains("committed in the repository's HEAD"),
         "{}",
         out.stderr
+    );
+}
+
+/// A branch that commits the ledger's path as a symbolic link would have
+/// `capture` and `check` write its records outside the checkout (the
+/// GitLab template keeps its ledger in the checkout, by `--ledger`).
+#[test]
+fn a_ledger_committed_as_a_symlink_is_never_written_through() {
+    let repo = forked_repo();
+    let root = repo.path();
+    let elsewhere = tempdir();
+    let target = elsewhere.path().join("records");
+    std::fs::create_dir(&target).unwrap();
+    on_branch(root, "link", |r| {
+        std::os::unix::fs::symlink(&target, r.join(".agent-ledger")).unwrap();
+    });
+    for ledger in [None, Some(".agent-ledger")] {
+        let mut args = Vec::new();
+        if let Some(l) = ledger {
+            args.extend(["--ledger", l]);
+        }
+        args.extend(["capture", "--run", "pr", "--git", "main..agent"]);
+        let out = run(root, &args);
+        assert_eq!(out.code, 65, "{ledger:?}: {}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("is reached through this symbolic link"),
+            "{}",
+            out.stderr
+        );
+        let mut check = Vec::new();
+        if let Some(l) = ledger {
+            check.extend(["--ledger", l]);
+        }
+        check.extend(["check", "--run", "pr"]);
+        assert_eq!(run(root, &check).code, 65);
+    }
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "records were written through the link"
     );
 }
 

@@ -8,20 +8,24 @@ use crate::input;
 use crate::ledger::RunId;
 use crate::output::{self, OutputFormat, inert};
 use crate::provider::{BodyFormat, Provider};
-use crate::record::TranscriptReceipt;
 use crate::resolve::{ConfigAt, Needs, ScopeArgs};
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod human;
+use human::human;
 
 #[derive(Debug, clap::Args)]
 #[command(group(
     clap::ArgGroup::new("source").required(true).args(["body", "prompt_file", "git"])
 ))]
 pub struct CaptureArgs {
-    /// Run id for this trial (a retry is a new run id).
-    #[arg(long, value_name = "ID")]
-    pub run: String,
+    /// Run id for this trial (a retry is a new run id) [default, with
+    /// `--git`: `git-` and the first 12 hex digits of the range's head
+    /// commit; required otherwise].
+    #[arg(long, value_name = "ID", required_unless_present = "git")]
+    pub run: Option<String>,
     /// The response body: a file, or `-` for stdin.
     #[arg(long, value_name = "FILE")]
     pub body: Option<PathBuf>,
@@ -214,7 +218,9 @@ fn resolve_formats(
 
 impl CaptureArgs {
     pub fn execute(self, ledger: Option<&Path>) -> Result<ExitCode> {
-        let run = RunId::parse(&self.run)?;
+        // With `--git` and no `--run`, the id comes from the head commit
+        // (below); every other source needs `--run` (clap enforces it).
+        let given = self.run.as_deref().map(RunId::parse).transpose()?;
         let (body_format, output) = resolve_formats(self.body_format, &self.formats)?;
         let (trace, trace_auth) = match &self.trace {
             Some(path) => {
@@ -262,6 +268,10 @@ impl CaptureArgs {
                 let base = repo.commit_of(base, "`--git` base")?;
                 let head = repo.commit_of(head, "`--git` head")?;
                 let (merge_base, patch) = repo.range_patch(&base, &head)?;
+                let run = match &given {
+                    Some(r) => r.clone(),
+                    None => RunId::of_commit(&head)?,
+                };
                 if patch.len() as u64 > input::BODY_CAP {
                     return Err(Error::data(
                         Path::new(range),
@@ -323,6 +333,7 @@ impl CaptureArgs {
                 )?
             }
             (Some(body), None) => {
+                let run = required(&given)?;
                 let ledger = self.scope.new_ledger(ledger)?;
                 let body_path = body;
                 let body = input::read_file_or_stdin(body, input::BODY_CAP)?;
@@ -349,6 +360,7 @@ impl CaptureArgs {
                 )?
             }
             (None, Some(prompt_file)) => {
+                let run = required(&given)?;
                 if body_format.is_some() {
                     return Err(Error::Usage(
                         "a live capture's body format follows from `--provider` and `--stream`: drop the body format from `--format`".into(),
@@ -399,7 +411,7 @@ impl CaptureArgs {
                     },
                 )?;
                 if !receipt.complete {
-                    retry = Some(self.retry_command(&run, &settings, ledger));
+                    retry = Some((run.clone(), self.retry_command(&run, &settings, ledger)));
                 }
                 receipt
             }
@@ -410,7 +422,7 @@ impl CaptureArgs {
             }
         };
         output::emit(output, &receipt, || human(&receipt))?;
-        if let Some(command) = retry {
+        if let Some((run, command)) = retry {
             // Each line made inert on its own: the command quotes paths,
             // which may hold anything, but the line break is ours.
             eprintln!(
@@ -471,6 +483,13 @@ impl CaptureArgs {
     }
 }
 
+/// `--run`, which every source but `--git` needs (clap says so first).
+fn required(given: &Option<RunId>) -> Result<RunId> {
+    given
+        .clone()
+        .ok_or_else(|| Error::Usage("`--run ID` is required without `--git`".into()))
+}
+
 /// A run id for the next attempt: `ID-retry1`, then `ID-retry2`, ...
 fn next_run_id(run: &RunId) -> String {
     let id = run.as_str();
@@ -498,83 +517,6 @@ fn shell_quote(value: &str) -> String {
     } else {
         format!("'{}'", value.replace('\'', r"'\''"))
     }
-}
-
-/// The receipt in sentences.
-fn human(receipt: &TranscriptReceipt) -> String {
-    let mut text = format!(
-        "{}: run {} ({}, {} bytes, sha256 {})\n",
-        receipt.verdict,
-        inert(&receipt.run_id),
-        receipt.format.as_str(),
-        receipt.body.bytes,
-        receipt.body.sha256
-    );
-    if let Some(http) = &receipt.http {
-        let status = http
-            .status
-            .map_or_else(|| "no response".to_string(), |s| format!("HTTP {s}"));
-        text.push_str(&format!(
-            "  {} from {} ({} `{}`, max tokens {})",
-            status,
-            inert(&http.endpoint),
-            http.provider.as_str(),
-            inert(&http.model_requested),
-            http.max_tokens
-        ));
-        if let Some(id) = &receipt.request_id {
-            text.push_str(&format!(", request id {}", inert(id)));
-        }
-        if let Some(n) = receipt.declared_bytes {
-            text.push_str(&format!(", declared {n} bytes"));
-        }
-        text.push('\n');
-    }
-    if let Some(g) = &receipt.git {
-        text.push_str(&format!(
-            "  the patch of {}: merge base {}, head {} (check judges it on the merge base)\n",
-            inert(&g.range),
-            g.merge_base,
-            g.head
-        ));
-    }
-    let mut reported = Vec::new();
-    if let Some(m) = &receipt.model {
-        reported.push(format!("model {}", inert(m)));
-    }
-    if let Some(id) = &receipt.completion_id {
-        reported.push(format!("completion {}", inert(id)));
-    }
-    if let Some(u) = &receipt.usage {
-        reported.push(format!(
-            "tokens {} in, {} out, {} total",
-            u.input_tokens, u.output_tokens, u.total_tokens
-        ));
-    }
-    if !reported.is_empty() {
-        text.push_str(&format!("  {}\n", reported.join("; ")));
-    }
-    if let Some(e) = &receipt.envelope {
-        text.push_str(&format!("  envelope: {e}\n"));
-    }
-    if receipt.strip != 1 {
-        text.push_str(&format!("  strip: -p{}\n", receipt.strip));
-    }
-    for r in &receipt.reasons {
-        text.push_str(&format!(
-            "  - {}: {}\n",
-            inert(r.code.as_str()),
-            inert(&r.message)
-        ));
-    }
-    for n in &receipt.notes {
-        text.push_str(&format!(
-            "  note {}: {}\n",
-            inert(n.code.as_str()),
-            inert(&n.message)
-        ));
-    }
-    text
 }
 
 #[cfg(test)]

@@ -124,6 +124,14 @@ impl RunId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The run id of the patch that ends at `commit` (`capture --git`
+    /// without `--run`, and `check` without it on that checkout):
+    /// `git-` and the commit's first 12 hex digits, so two branches never
+    /// share one and a later push is a run of its own.
+    pub fn of_commit(commit: &str) -> Result<Self> {
+        RunId::parse(&format!("git-{}", commit.get(..12).unwrap_or(commit)))
+    }
 }
 
 impl std::fmt::Display for RunId {
