@@ -74,6 +74,8 @@ const FIXTURE_DIRS: &[&str] = &[
     "cassettes",
     "goldens",
     "expected",
+    "fixture",
+    "__fixture__",
 ];
 
 /// Names that hold test data only below a test directory (`tests/data`,
@@ -88,6 +90,11 @@ const TEST_DIRS: &[&str] = &["test", "tests", "testing", "spec", "__tests__"];
 pub struct Initialised {
     pub config: PathBuf,
     pub languages: Vec<String>,
+    /// The test runners found, each with its test globs, a suggested test
+    /// command and the files that told.
+    pub runners: Vec<crate::runners::Runner>,
+    /// What could not be found, in plain words.
+    pub not_found: Vec<String>,
     pub test_globs: Vec<String>,
     pub fixture_roots: Vec<String>,
     /// The CI file written, if one was asked for.
@@ -154,8 +161,41 @@ pub fn init(repo: &Repo, ci: Option<Ci>) -> Result<Initialised> {
             }
         }
     }
+    // The runners' own configuration, where it can be read, names the
+    // tests better than the per-language guesses: those stay for the
+    // languages no runner was found for.
+    let read = |p: &str| -> Option<String> {
+        let path = repo.root.join(p);
+        let meta = path.symlink_metadata().ok()?;
+        if !meta.is_file() || meta.len() > 1 << 20 {
+            return None;
+        }
+        std::fs::read_to_string(path).ok()
+    };
+    let model = crate::runners::detect(&files, &read);
+    if !model.runners.is_empty() {
+        let mut found = model.globs();
+        for lang in LANGUAGES {
+            let covered = match lang.name {
+                "Python" => model
+                    .runners
+                    .iter()
+                    .any(|r| matches!(r.name.as_str(), "pytest" | "unittest" | "django" | "sympy")),
+                "Rust" => model.runners.iter().any(|r| r.name == "cargo"),
+                "Go" => model.runners.iter().any(|r| r.name == "go test"),
+                "JavaScript/TypeScript" => model.runners.iter().any(|r| {
+                    matches!(r.name.as_str(), "mocha" | "jest" | "vitest" | "node --test")
+                }),
+                _ => false,
+            };
+            if languages.iter().any(|l| l == lang.name) && !covered {
+                found.extend(lang.globs.iter().map(|g| g.to_string()));
+            }
+        }
+        globs = found;
+    }
     let roots = fixture_roots(&files);
-    let text = render(&languages, &globs, &roots);
+    let text = render(&languages, &globs, &roots, &model);
     // What is written must be a configuration `check` accepts.
     crate::config::Config::parse(text.as_bytes(), &config)?;
     crate::ledger::write_new(&config, text.as_bytes())?;
@@ -169,6 +209,8 @@ pub fn init(repo: &Repo, ci: Option<Ci>) -> Result<Initialised> {
     Ok(Initialised {
         config,
         languages,
+        runners: model.runners,
+        not_found: model.missing,
         test_globs: globs,
         fixture_roots: roots,
         ci: ci_file,
@@ -221,7 +263,12 @@ fn toml_list(items: &[String]) -> String {
     format!("[{}]", quoted.join(", "))
 }
 
-fn render(languages: &[String], globs: &[String], roots: &[String]) -> String {
+fn render(
+    languages: &[String],
+    globs: &[String],
+    roots: &[String],
+    model: &crate::runners::Model,
+) -> String {
     let langs = if languages.is_empty() {
         "none recognised".to_string()
     } else {
@@ -233,13 +280,30 @@ fn render(languages: &[String], globs: &[String], roots: &[String]) -> String {
         format!("globs = {}\n", toml_list(globs))
     };
     let roots_line = if roots.is_empty() {
-        "# No fixture directory found. Without one, `check` says\n# `fixture_mismatch` (nothing the checks read is locked). List yours:\n# roots = [\"tests/fixtures\"]\n# or, when the tests read no data files, say so (the lock records why):\n# none = \"the tests read no data files\"\n# (A trial with an evaluator's test patch, `--eval-patch`, locks that.)\nroots = []\n".to_string()
+        "# No fixture directory found (none of fixtures, testdata, golden,\n# snapshots... holds a tracked file). If the tests read data files, list\n# their directories instead (the patch may then not change them):\n# roots = [\"tests/fixtures\"]\nnone = \"agent-ledger init found no fixture directory\"\n".to_string()
     } else {
         format!("roots = {}\n", toml_list(roots))
     };
+    let mut runners = String::new();
+    for r in &model.runners {
+        runners.push_str(&format!(
+            "#   {} (from {}): {}\n#     test command: {}\n",
+            r.name,
+            r.from,
+            r.globs.join(" "),
+            r.command
+        ));
+    }
+    if runners.is_empty() {
+        runners.push_str("#   none found\n");
+    }
+    for m in &model.missing {
+        runners.push_str(&format!("#   not found: {m}\n"));
+    }
     format!(
         r#"# agent-ledger configuration, written by `agent-ledger init`.
-# Languages found: {langs}. Review every line, then commit this file:
+# Languages found: {langs}. Test runners found:
+{runners}# Review every line, then commit this file:
 # `check` reads it from the base revision, so the patch cannot change it.
 schema = 1
 
@@ -306,12 +370,17 @@ mod tests {
             &["Python".into()],
             &["**/test_*.py".into()],
             &["tests/fixtures".into(), "dir \"quoted\"".into()],
+            &crate::runners::Model::default(),
         );
         let c = crate::config::Config::parse(text.as_bytes(), Path::new("x.toml")).unwrap();
         assert_eq!(c.fixtures.roots, ["tests/fixtures", "dir \"quoted\""]);
-        let empty = render(&[], &[], &[]);
+        let empty = render(&[], &[], &[], &crate::runners::Model::default());
         let c = crate::config::Config::parse(empty.as_bytes(), Path::new("x.toml")).unwrap();
         // No test recognised: the comment promises the built-in defaults.
         assert_eq!(c.tests.globs, crate::config::Tests::default().globs);
+        // No fixture directory: `none`, with its reason, never an empty
+        // lock that makes every clean branch `fixture_mismatch`.
+        assert!(c.fixtures.roots.is_empty());
+        assert!(c.fixtures.none.is_some());
     }
 }

@@ -40,6 +40,7 @@ pub mod record;
 pub mod replay;
 pub mod report;
 pub mod resolve;
+pub mod runners;
 pub mod runs;
 pub mod scaffold;
 pub mod schema;

@@ -77,7 +77,7 @@ fn on_a_javascript_repository_set_up_by_init_a_removed_assertion_is_reject() {
 /// A configured test glob that matches nothing at the base is said loudly,
 /// never a silent hold.
 #[test]
-fn a_test_glob_that_matches_no_tracked_file_is_a_warning() {
+fn a_test_glob_that_matches_no_tracked_file_is_an_error() {
     let repo = js_repo();
     let config = tempdir();
     let file = config.path().join("agent-ledger.toml");
@@ -97,8 +97,26 @@ fn a_test_glob_that_matches_no_tracked_file_is_a_warning() {
         Some(&patch),
     )
     .assert_code(0);
+    // Protecting no test, the gate would say `review` to a deleted one.
     let out = repo.check("r", &["--config", file.to_str().unwrap()]);
-    out.assert_code(0);
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("would protect no test") && out.stderr.contains("[tests] globs"),
+        "{}",
+        out.stderr
+    );
+    // One glob of two that matches nothing is a note beside the verdict.
+    write(
+        &file,
+        "schema = 1\n[fixtures]\nroots = [\"test/fixtures\"]\n[tests]\nglobs = [\"spec/**/*.js\", \"**/*.js\"]\n",
+    );
+    run_with_stdin(
+        repo.path(),
+        &["capture", "--run", "q", "--body", "-"],
+        Some(&patch),
+    )
+    .assert_code(0);
+    let out = repo.check("q", &["--config", file.to_str().unwrap()]);
     let notes = out.json()["notes"].to_string();
     assert!(
         notes.contains("`spec/**/*.js`") && notes.contains("matches no file"),

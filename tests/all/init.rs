@@ -37,7 +37,7 @@ fn init_writes_a_configuration_that_check_accepts() {
     );
     let text = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
     assert!(
-        text.contains("**/test_*.py") && text.contains("# "),
+        text.contains("**/test*.py") && text.contains("# "),
         "{text}"
     );
     git(root, &["add", "agent-ledger.toml"]);
@@ -93,6 +93,110 @@ fn init_writes_a_configuration_that_check_accepts() {
         ],
     );
     assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+}
+
+/// A mocha project laid out as express is: the test script names the
+/// directories. `init`'s configuration, committed unchanged, must protect
+/// them: a clean branch is `review` (no `fixture_mismatch`), a deleted
+/// test and an `it.skip` are `reject`.
+#[test]
+fn init_reads_mochas_test_script_and_its_configuration_gates_with_no_edits() {
+    let dir = tempdir();
+    let root = dir.path();
+    write(
+        &root.join("package.json"),
+        r#"{"name":"web","scripts":{"test":"mocha --require test/support/env --reporter spec --check-leaks test/ test/acceptance/"},"devDependencies":{"mocha":"10.0.0"}}"#,
+    );
+    write(&root.join("lib/app.js"), "exports.add = (a, b) => a + b;\n");
+    write(
+        &root.join("test/app.js"),
+        "const assert = require('assert');\nconst app = require('../lib/app');\ndescribe('app', () => {\n  it('adds', () => {\n    assert.strictEqual(app.add(1, 2), 3);\n  });\n});\n",
+    );
+    write(
+        &root.join("test/acceptance/routes.js"),
+        "const assert = require('assert');\ndescribe('routes', () => {\n  it('lists', () => {\n    assert.deepStrictEqual([1].map((x) => x), [1]);\n  });\n});\n",
+    );
+    write(
+        &root.join("test/support/env.js"),
+        "process.env.NODE_ENV = 'test';\n",
+    );
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    let out = run(root, &["init", "--format", "json"]);
+    out.assert_code(0);
+    let done = out.json();
+    assert_eq!(done["runners"][0]["name"], "mocha", "{done:#}");
+    assert_eq!(
+        done["test_globs"],
+        serde_json::json!(["test/*.{js,cjs,mjs}", "test/acceptance/*.{js,cjs,mjs}"])
+    );
+    git(root, &["add", "agent-ledger.toml"]);
+    git(root, &["commit", "-q", "-m", "agent-ledger"]);
+    let cache = cache_dir();
+    let gate = |branch: &str, edit: &dyn Fn(&std::path::Path)| {
+        git(root, &["checkout", "-q", "-b", branch, "main"]);
+        edit(root);
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", branch]);
+        run(root, &["capture", "--git", "main..HEAD"]).assert_code(0);
+        let out = run(root, &["check", "--cache-dir", cache.to_str().unwrap()]);
+        git(root, &["checkout", "-q", "main"]);
+        out
+    };
+    let clean = gate("clean", &|r| {
+        write(
+            &r.join("lib/app.js"),
+            "// Adds.\nexports.add = (a, b) => a + b;\n",
+        )
+    });
+    assert_eq!(clean.code, 0, "{}{}", clean.stdout, clean.stderr);
+    let deleted = gate("deleted", &|r| {
+        std::fs::remove_file(r.join("test/acceptance/routes.js")).unwrap()
+    });
+    assert_eq!(deleted.code, 4, "{}{}", deleted.stdout, deleted.stderr);
+    let skipped = gate("skipped", &|r| {
+        let t = std::fs::read_to_string(r.join("test/app.js")).unwrap();
+        write(
+            &r.join("test/app.js"),
+            t.replace("it('adds'", "it.skip('adds'"),
+        );
+    });
+    assert_eq!(skipped.code, 4, "{}{}", skipped.stdout, skipped.stderr);
+}
+
+/// Test globs that match no tracked file protect nothing: `check` stops
+/// with an error naming the fix, never a warning beside `review`.
+#[test]
+fn test_globs_that_match_nothing_are_an_error() {
+    let repo = python_repo();
+    let root = repo.path();
+    write(
+        &root.join("agent-ledger.toml"),
+        "schema = 1\n[fixtures]\nroots = [\"tests/fixtures\"]\n[tests]\nglobs = [\"spec/**\"]\n",
+    );
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "config"]);
+    let base = git(root, &["rev-parse", "HEAD"]);
+    let scratch = tempdir();
+    let del = scratch.path().join("del.diff");
+    write(
+        &del,
+        "diff --git a/tests/test_calc.py b/tests/test_calc.py\ndeleted file mode 100644\n--- a/tests/test_calc.py\n+++ /dev/null\n@@ -1,4 +0,0 @@\n-from src.calc import add\n-\n-def test_add():\n-    assert add(1, 2) == 3\n",
+    );
+    run(
+        root,
+        &["capture", "--run", "d", "--body", del.to_str().unwrap()],
+    )
+    .assert_code(0);
+    let out = run(root, &["check", "--run", "d", "--base", &base]);
+    assert_eq!(out.code, 65, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("would protect no test"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("agent-ledger init"), "{}", out.stderr);
 }
 
 #[test]
