@@ -21,17 +21,98 @@ pub const PREFIXES: &[&str] = &["agent-ledger-trial-", "agent-ledger-verify-"];
 const LOCK: &str = "owner.lock";
 const UNLOCKED_GRACE: Duration = Duration::from_secs(3600);
 
-/// A directory in use: removed on drop (also on error), its lock held until
-/// then.
+/// A directory in use: removed on drop (also on error, with
+/// [`remove_tree`]), its lock held until then.
 pub struct ScratchDir {
-    // Field order matters: the directory goes before its lock is released.
-    dir: tempfile::TempDir,
+    dir: std::path::PathBuf,
     _lock: File,
 }
 
 impl ScratchDir {
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        &self.dir
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        // Before the lock is released (the field drops after this).
+        let _ = remove_tree(&self.dir);
+    }
+}
+
+/// Removes the directory `root` and everything in it, whatever its depth:
+/// a test command can nest directories deeper than the descriptor limit
+/// (the standard library's removal holds a descriptor per level, and
+/// failed there, leaving the tree for good) or than `PATH_MAX`. When the
+/// plain removal fails, the tree is flattened: each directory's entries
+/// are renamed up into `root` under fresh names, so every path used is at
+/// most two levels deep and only two directories are open at a time, and
+/// emptied directories are removed; a directory made unreadable is given
+/// back its owner's permissions first. Mounts below `root` must be
+/// detached first.
+pub fn remove_tree(root: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(root) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(_) => flatten_and_remove(root),
+    }
+}
+
+/// [`remove_tree`]'s way when the plain removal fails.
+fn flatten_and_remove(root: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut fresh = 0u64;
+    let mut name = |root: &Path| loop {
+        fresh += 1;
+        let candidate = root.join(format!(".agent-ledger-flat-{fresh}"));
+        if std::fs::symlink_metadata(&candidate).is_err() {
+            return candidate;
+        }
+    };
+    loop {
+        let mut progress = false;
+        let mut left = false;
+        let _ = std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700));
+        let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(root)?.flatten().collect();
+        if entries.is_empty() {
+            return std::fs::remove_dir(root);
+        }
+        for entry in entries {
+            let path = entry.path();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if !is_dir {
+                if std::fs::remove_file(&path).is_ok() {
+                    progress = true;
+                } else {
+                    left = true;
+                }
+                continue;
+            }
+            if std::fs::remove_dir(&path).is_ok() {
+                progress = true;
+                continue;
+            }
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700));
+            if let Ok(children) = std::fs::read_dir(&path) {
+                for child in children.flatten() {
+                    if std::fs::rename(child.path(), name(root)).is_ok() {
+                        progress = true;
+                    }
+                }
+            }
+            if std::fs::remove_dir(&path).is_ok() {
+                progress = true;
+            } else {
+                left = true;
+            }
+        }
+        if left && !progress {
+            return Err(std::io::Error::other(format!(
+                "`{}` cannot be emptied (a mount or a file this user may not remove?)",
+                root.display()
+            )));
+        }
     }
 }
 
@@ -50,7 +131,11 @@ pub fn make(prefix: &str) -> Result<ScratchDir> {
     std::fs::rename(&pending, &owned).map_err(|e| Error::write(&owned, e))?;
     let uid = lock.metadata().map_err(|e| Error::read(&owned, e))?.uid();
     sweep(&tmp, uid, dir.path());
-    Ok(ScratchDir { dir, _lock: lock })
+    // Removed by [`ScratchDir`]'s drop, which copes with any depth.
+    Ok(ScratchDir {
+        dir: dir.keep(),
+        _lock: lock,
+    })
 }
 
 /// Removes stale directories of ours in `tmp`. Best effort: a directory that
@@ -76,7 +161,7 @@ fn sweep(tmp: &Path, uid: u32, keep: &Path) {
             // A killed test command's run leaves its idmapped lower layer
             // mounted (`replay::idmap`): unmount it first.
             crate::replay::detach_mounts_under(&path);
-            let _ = std::fs::remove_dir_all(&path);
+            let _ = remove_tree(&path);
         }
     }
 }
@@ -97,6 +182,36 @@ fn is_stale(dir: &Path, meta: &std::fs::Metadata) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tree_deeper_than_path_max_and_unreadable_is_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("t");
+        std::fs::create_dir(&root).unwrap();
+        // 3000 levels of a 2-byte name: past PATH_MAX, made step by step.
+        let mut dir =
+            cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority()).unwrap();
+        for i in 0..3000 {
+            dir.create_dir("dd").unwrap();
+            dir.write("f", "x").unwrap();
+            let next = dir.open_dir("dd").unwrap();
+            if i == 1500 {
+                dir.set_permissions(
+                    "dd",
+                    cap_std::fs::Permissions::from_std(std::fs::Permissions::from_mode(0o000)),
+                )
+                .unwrap();
+            }
+            dir = next;
+        }
+        drop(dir);
+        // The way taken when the plain removal runs out of descriptors.
+        flatten_and_remove(&root).unwrap();
+        assert!(!root.exists());
+        // Gone already: nothing to do.
+        remove_tree(&root).unwrap();
+    }
 
     #[test]
     fn a_dead_runs_directory_is_swept_and_a_live_one_kept() {

@@ -113,5 +113,68 @@ fn a_check_killed_while_its_test_command_runs_leaves_nothing_the_next_run_keeps(
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("agent-ledger-trial-"))
         .collect();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("test | nested"),
+        "the tree was not made: {stderr}"
+    );
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+// Issue 39's eleventh class: a test command that nests directories deeper
+// than the descriptor limit left its scratch tree behind for good (the
+// removal held a descriptor per level, and so did the next run's sweep);
+// a batch of such trials fills the disk.
+#[test]
+fn a_tree_nested_past_the_descriptor_limit_by_the_test_command_is_removed() {
+    let tmp = plain_tempdir();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    }
+    let repo = DemoRepo::new();
+    repo.capture("r", "good");
+    let cache = cache_dir();
+    // 1500 levels, each entered before the next is made (one path would
+    // pass PATH_MAX).
+    let nest = "python3 -c \"import os\nfor _ in range(1500):\n    os.mkdir('n'); os.chdir('n')\nopen('f', 'w').write('x')\nprint('nested', flush=True)\"; true";
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -n 1024 && exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_agent-ledger"))
+        .args([
+            "check", "--run", "r", "--base", &repo.base, "--format", "json",
+        ])
+        .args(["--cache-dir", cache.to_str().unwrap()])
+        .args([
+            "--test-cmd",
+            nest,
+            "--no-test-baseline",
+            "--show-test-output",
+        ])
+        .current_dir(repo.path())
+        .env("TMPDIR", tmp.path())
+        .env("AGENT_LEDGER_RUNS_DIR", runs_dir())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    // No report: not review; what matters is what is left.
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("agent-ledger-"))
+        .collect();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("test | nested"),
+        "the tree was not made: {stderr}"
+    );
     assert!(left.is_empty(), "left behind: {left:?}");
 }

@@ -68,8 +68,12 @@ impl Jail<'_> {
         let mut c = self.container()?;
         c.setrlimit(hakoniwa::Rlimit::Nproc, caps.max_procs, caps.max_procs);
         // agent-ledger raises its own descriptor limit; the command gets a
-        // usual one, not the hard limit.
-        c.setrlimit(hakoniwa::Rlimit::Nofile, TEST_NOFILE, TEST_NOFILE);
+        // usual one, not the hard limit, and never more than that hard
+        // limit (an unprivileged process may not raise it: under `ulimit
+        // -n 1024` every sandboxed command failed to start).
+        let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_or(TEST_NOFILE, |(_, hard)| hard.min(TEST_NOFILE));
+        c.setrlimit(hakoniwa::Rlimit::Nofile, nofile, nofile);
         let mut argv = in_new_session(&["/bin/sh".to_string(), "-c".into(), command.to_string()])?;
         let v2 = cgroup.and_then(Cgroup::v2);
         if v2.is_some() {
