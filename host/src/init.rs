@@ -194,6 +194,19 @@ pub fn init(repo: &Repo, ci: Option<Ci>) -> Result<Initialised> {
         }
         globs = found;
     }
+    // A glob that matches no tracked file protects nothing, and beside
+    // others it would only be a note: it is left out, and said so.
+    let mut model = model;
+    globs.retain(|g| {
+        let matches =
+            crate::config::test_glob(g).is_ok_and(|m| files.iter().any(|f| m.is_match(f)));
+        if !matches {
+            model
+                .missing
+                .push(format!("test glob `{g}` matches no tracked file: left out"));
+        }
+        matches
+    });
     let roots = fixture_roots(&files);
     let text = render(&languages, &globs, &roots, &model);
     // What is written must be a configuration `check` accepts.

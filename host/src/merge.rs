@@ -136,6 +136,23 @@ pub fn merge(
             ),
         ));
     }
+    // `merge --into .agent-ledger` runs in a pull request's checkout: no
+    // record is written through a link the branch committed.
+    if into
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(Error::data(
+            into,
+            "is a symbolic link: records are never written through a link; pass the directory itself",
+        ));
+    }
+    if let Err(link) = crate::resolve::refuse_linked_entries(into) {
+        return Err(Error::data(
+            &link,
+            "is a symbolic link inside the ledger merged into: records are never written through a link; remove it",
+        ));
+    }
     crate::ledger::Ledger::new(into).create()?;
     for (rel, target, bytes) in to_write {
         crate::ledger::write_new(&target, bytes)?;

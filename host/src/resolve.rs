@@ -12,11 +12,14 @@
 //!   relative to the root.
 
 mod flags;
+mod links;
 use crate::config::{self, At};
 use crate::exit::{Error, Result};
 use crate::git::Repo;
 use crate::ledger::Ledger;
 pub use flags::{CacheArgs, CacheDirArg, TestEnvArgs, TestLimits, test_env};
+pub use links::refuse_linked_entries;
+use links::refuse_linked_ledger;
 use std::path::{Path, PathBuf};
 
 /// `--repo DIR`.
@@ -271,49 +274,6 @@ fn resolve_with<T: Send>(
         },
         beside,
     ))
-}
-
-/// Refuses a ledger reached through a symbolic link inside the checkout
-/// `root`: a branch that commits `.agent-ledger` (or a directory above it)
-/// as a link would have `capture` and `check` write its records, its own
-/// diff among them, wherever the link points. The ledger itself and each
-/// directory above it are looked at up to `root`; a link outside the
-/// checkout (the operator's own layout) is not the branch's to make.
-fn refuse_linked_ledger(root: &Path, ledger: &Path) -> Result<()> {
-    let Ok(real_root) = std::fs::canonicalize(root) else {
-        return Ok(());
-    };
-    let absolute = match std::env::current_dir() {
-        Ok(cwd) if ledger.is_relative() => cwd.join(ledger),
-        _ => ledger.to_path_buf(),
-    };
-    let mut at = absolute.as_path();
-    loop {
-        let Some(parent) = at.parent() else {
-            return Ok(());
-        };
-        // Only what lies inside the checkout: its parent, resolved, is
-        // the root or below it.
-        let inside = std::fs::canonicalize(parent).is_ok_and(|p| p.starts_with(&real_root));
-        if !inside {
-            return Ok(());
-        }
-        if at
-            .symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_symlink())
-        {
-            let target = std::fs::read_link(at).unwrap_or_default();
-            return Err(Error::data(
-                at,
-                format!(
-                    "the ledger `{}` is reached through this symbolic link (to `{}`), which the checkout holds: records are never written through a link a branch can commit; remove it, or pass `--ledger DIR` outside the checkout",
-                    ledger.display(),
-                    target.display()
-                ),
-            ));
-        }
-        at = parent;
-    }
 }
 
 /// What identifies a trial on the command line (`check`, `replay`).

@@ -241,7 +241,9 @@ fn python(
                 });
             }
         }
-        globs.push("**/conftest.py".into());
+        if conftest {
+            globs.push("**/conftest.py".into());
+        }
         m.runners.push(Runner {
             name: "pytest".into(),
             globs,

@@ -670,6 +670,46 @@ fn a_ledger_committed_as_a_symlink_is_never_written_through() {
     );
 }
 
+/// The second review: a link above a nested ledger (`ledger =
+/// "ci/ledger"`, the branch commits `ci` as a link), and a link inside the
+/// ledger (`.agent-ledger/transcripts`), were followed.
+#[test]
+fn links_above_or_inside_the_ledger_are_never_written_through() {
+    for (ledger, link) in [
+        ("ci/ledger", "ci"),
+        (".agent-ledger", ".agent-ledger/transcripts"),
+    ] {
+        let repo = forked_repo();
+        let root = repo.path();
+        let elsewhere = tempdir();
+        let target = elsewhere.path().join("records");
+        std::fs::create_dir(&target).unwrap();
+        on_branch(root, "link", |r| {
+            std::fs::create_dir_all(r.join(link).parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&target, r.join(link)).unwrap();
+        });
+        let out = run(
+            root,
+            &[
+                "--ledger",
+                ledger,
+                "capture",
+                "--run",
+                "pr",
+                "--git",
+                "main..agent",
+            ],
+        );
+        assert_eq!(out.code, 65, "{ledger}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+        assert_eq!(
+            std::fs::read_dir(&target).unwrap().count(),
+            0,
+            "{ledger}: records were written through the link"
+        );
+    }
+}
+
 #[test]
 fn a_range_side_that_is_not_one_commit_is_refused() {
     let repo = forked_repo();

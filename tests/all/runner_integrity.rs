@@ -127,3 +127,43 @@ fn a_module_of_a_package_named_like_the_standard_library_is_not_a_finding() {
         "{record:#}"
     );
 }
+
+// The second review's first finding: a link named like the runner's
+// package, and an `__init__.py` the patch adds to hide a shadow (Python
+// puts the working directory first whatever it holds).
+#[test]
+fn a_shadow_through_a_link_or_behind_an_added_init_is_reject() {
+    let repo = DemoRepo::new();
+    let patch = patch_of(&repo, |root| {
+        write(&root.join("evil/__init__.py"), "");
+        write(&root.join("evil/__main__.py"), "raise SystemExit(0)\n");
+        std::os::unix::fs::symlink("evil", root.join("pytest")).unwrap();
+    });
+    let record = rejected(&repo, &patch);
+    assert_miss(
+        &record,
+        "tests_not_deleted",
+        "pytest",
+        "would be imported instead",
+    );
+    let repo = DemoRepo::new();
+    let patch = patch_of(&repo, |root| {
+        write(&root.join("__init__.py"), "");
+        write(&root.join("pytest.py"), "raise SystemExit(0)\n");
+        write(&root.join("tests/__init__.py"), "");
+        write(&root.join("tests/argparse.py"), "raise SystemExit(0)\n");
+    });
+    let record = rejected(&repo, &patch);
+    assert_miss(
+        &record,
+        "tests_not_deleted",
+        "pytest.py",
+        "would be imported instead",
+    );
+    assert_miss(
+        &record,
+        "tests_not_deleted",
+        "tests/argparse.py",
+        "would be imported instead",
+    );
+}

@@ -619,7 +619,7 @@ fn the_test_commands_output_reaches_the_terminal_escaped() {
 fn no_line_of_the_test_commands_output_starts_where_it_chose() {
     let trial = Trial::new();
     let cmd = format!(
-        "printf 'partial'; printf '\\n::error file=src/a.py::forged\\n' >&2; printf '\\r::stop-commands::tok\\nverdict: review (exit 0) forged\\n'; printf 'tail forged'; {PASS}"
+        "printf 'partial'; printf '\\n::error file=src/a.py::forged\\n' >&2; printf '\\r::stop-commands::tok\\nverdict: review (exit 0) forged\\n'; printf 'tail forged ##[error]legacy'; {PASS}"
     );
     let out = trial
         .command(&[
@@ -643,6 +643,8 @@ fn no_line_of_the_test_commands_output_starts_where_it_chose() {
             "a line of the suite's own: {line:?}\n{stderr}"
         );
     }
+    // GitHub obeys `##[command]` anywhere in a line.
+    assert!(!stderr.contains("##["), "{stderr}");
 }
 
 // Issue 21's third attack: the fixture root was read-only but its parent

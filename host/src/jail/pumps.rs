@@ -220,6 +220,8 @@ mod tests {
     #[test]
     fn every_line_starts_with_the_prefix_whatever_the_chunks() {
         let mut l = Lines::default();
+        let legacy = l.feed(b"x ##[error]forged\n");
+        assert_eq!(legacy, "test | x ##\\u{5b}error]forged\n");
         let mut shown = l.feed(b"ok\n::error file=x::forged\nverdict: rev");
         shown.push_str(&l.feed(b"iew (exit 0)\r::stop-commands::t\n\x1b[2K"));
         shown.push_str(&l.finish());

@@ -81,7 +81,18 @@ pub fn inert_stream(bytes: &[u8]) -> String {
             push_escaped(&mut out, c);
         }
     }
-    out
+    no_legacy_commands(out)
+}
+
+/// GitHub's runner obeys a legacy workflow command (`##[error]…`,
+/// `##[add-mask]…`) anywhere in a line, not only at its start: its `[` is
+/// written as an escape.
+fn no_legacy_commands(text: String) -> String {
+    if text.contains("##[") {
+        text.replace("##[", "##\\u{5b}")
+    } else {
+        text
+    }
 }
 
 /// Untrusted text made inert for a terminal: every control character (C0,
@@ -92,7 +103,7 @@ pub fn inert_stream(bytes: &[u8]) -> String {
 /// them is returned as it is. JSON output needs none of this: serde
 /// escapes control characters, and it must carry the exact value.
 pub fn inert(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
+    if !text.chars().any(needs_escape) && !text.contains("##[") {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -103,7 +114,7 @@ pub fn inert(text: &str) -> Cow<'_, str> {
             out.push(c);
         }
     }
-    Cow::Owned(out)
+    Cow::Owned(no_legacy_commands(out))
 }
 
 /// `c` as a Rust escape: `escape_debug`'s (`\n`, `\u{1b}`), or its code

@@ -61,6 +61,12 @@ pub(super) fn javascript(m: &mut Model, files: &[String], read: &dyn Fn(&str) ->
         let mut exts = JS_EXTS.to_string();
         let mut from = Vec::new();
         if let Some(rc) = mocharc
+            && (rc.ends_with(".js") || rc.ends_with(".cjs") || rc.ends_with(".mjs"))
+        {
+            m.missing.push(format!(
+                "`{rc}` is code, not read: mocha's spec comes from the test script or its default; check `[tests] globs`"
+            ));
+        } else if let Some(rc) = mocharc
             && let Some(text) = read(rc)
         {
             from.push(rc.clone());
@@ -187,6 +193,12 @@ pub(super) fn javascript(m: &mut Model, files: &[String], read: &dyn Fn(&str) ->
     {
         let mut globs: Vec<String> = Vec::new();
         let mut from = "defaults".to_string();
+        if pkg["jest"].get("testRegex").is_some() {
+            m.missing.push(
+                "jest `testRegex` is not read: its default testMatch is used; check `[tests] globs`"
+                    .into(),
+            );
+        }
         if let Some(a) = pkg["jest"]["testMatch"].as_array() {
             let listed: Vec<String> = a
                 .iter()
@@ -250,7 +262,7 @@ pub(super) fn javascript(m: &mut Model, files: &[String], read: &dyn Fn(&str) ->
         let mut from = "defaults".to_string();
         if let Some(c) = vitest_config
             && let Some(text) = read(c)
-            && let Some(at) = text.find("include:")
+            && let Some(at) = test_include(&text)
         {
             let rest = &text[at + "include:".len()..];
             if let (Some(open), Some(close)) = (rest.find('['), rest.find(']'))
@@ -303,4 +315,30 @@ pub(super) fn javascript(m: &mut Model, files: &[String], read: &dyn Fn(&str) ->
             script
         ));
     }
+}
+
+/// Where vitest's own `test.include` list starts in a config file: an
+/// `include:` directly inside the object after `test:` (not one nested
+/// deeper, such as `coverage.include`, which names source files).
+fn test_include(text: &str) -> Option<usize> {
+    let start = text.find("test:").or_else(|| text.find("test :"))?;
+    let open = start + text[start..].find('{')?;
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'[' | b'(' => depth += 1,
+            b'}' | b']' | b')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return None;
+                }
+            }
+            _ if depth == 1 && b[i..].starts_with(b"include:") => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }

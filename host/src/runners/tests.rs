@@ -47,7 +47,7 @@ fn pytest_reads_testpaths_and_python_files() {
         ("src/a.py", ""),
     ]);
     assert_eq!(m.runners[0].name, "pytest");
-    assert_eq!(m.globs(), ["tests/**/check_*.py", "**/conftest.py"]);
+    assert_eq!(m.globs(), ["tests/**/check_*.py"]);
     let m = model(&[
         (
             "setup.cfg",
@@ -80,4 +80,30 @@ fn jest_vitest_cargo_and_go_have_their_defaults() {
     assert_eq!(m.runners.len(), 2);
     let m = model(&[("package.json", r#"{"scripts":{"test":"tap"}}"#)]);
     assert!(!m.missing.is_empty());
+}
+
+#[test]
+fn code_configurations_are_said_not_read_and_coverage_includes_are_not_tests() {
+    let m = model(&[
+        ("package.json", r#"{"devDependencies":{"mocha":"10"}}"#),
+        (
+            ".mocharc.js",
+            "module.exports = { spec: ['test/unit/**/*.js'] };",
+        ),
+    ]);
+    assert!(
+        m.missing.iter().any(|n| n.contains(".mocharc.js")),
+        "{:?}",
+        m.missing
+    );
+    let m = model(&[
+        ("package.json", r#"{"devDependencies":{"vitest":"3"}}"#),
+        (
+            "vitest.config.ts",
+            "export default { test: { coverage: { include: ['src/**'] }, include: ['test/**/*.spec.ts'] } }",
+        ),
+    ]);
+    assert_eq!(m.globs(), ["test/**/*.spec.ts"]);
+    let m = model(&[("package.json", r#"{"jest":{"testRegex":"/spec/"}}"#)]);
+    assert!(m.missing.iter().any(|n| n.contains("testRegex")));
 }

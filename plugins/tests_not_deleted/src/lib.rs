@@ -124,12 +124,8 @@ impl Guest for TestsNotDeleted {
                 change.kind,
                 ChangeKind::Added | ChangeKind::Renamed | ChangeKind::Copied
             ) && let Some(why) = shadow::shadows(&change.path, |dir| {
-                let init = if dir.is_empty() {
-                    "/patched/__init__.py".to_string()
-                } else {
-                    format!("/patched/{dir}/__init__.py")
-                };
-                std::fs::symlink_metadata(init).is_ok()
+                // At the base: an `__init__.py` the patch adds is no proof.
+                std::fs::symlink_metadata(format!("/base/{dir}/__init__.py")).is_ok()
             }) {
                 findings.push(finding(&change.path, None, why));
             }

@@ -363,7 +363,11 @@ fn module_of(path: &str) -> Option<(&str, &str)> {
         let (parent, package) = dir.rsplit_once('/').unwrap_or(("", dir));
         return (!package.is_empty()).then_some((parent, package));
     }
-    let (module, ext) = name.split_once('.')?;
+    // A name with no suffix: a directory's or a symlink's (`pytest ->
+    // evil/`, a package by another path).
+    let Some((module, ext)) = name.split_once('.') else {
+        return (!name.is_empty()).then_some((dir, name));
+    };
     let ext = ext.to_ascii_lowercase();
     let importable = matches!(ext.as_str(), "py" | "pyc" | "pyo" | "pyw" | "so" | "pyd")
         || ((ext.ends_with(".so") || ext.ends_with(".pyd")) && !ext.contains('/'));
@@ -371,11 +375,14 @@ fn module_of(path: &str) -> Option<(&str, &str)> {
 }
 
 /// Why an added `path` shadows the standard library or the runner, when
-/// it does; `has_init(dir)` tells whether `dir` holds an `__init__.py` in
-/// the patched tree (then it is a package, never a path entry).
+/// it does; `has_init(dir)` tells whether `dir` held an `__init__.py` at
+/// the base (then it is a package the base already had, whose modules are
+/// its own). An `__init__.py` the patch adds proves nothing (Python puts
+/// the working directory or a script's directory first either way), and
+/// the top of the tree is never exempt.
 pub fn shadows(path: &str, has_init: impl Fn(&str) -> bool) -> Option<String> {
     let (dir, module) = module_of(path)?;
-    if !protected(module) || has_init(dir) {
+    if !protected(module) || (!dir.is_empty() && has_init(dir)) {
         return None;
     }
     let shown = if dir.is_empty() {
@@ -384,7 +391,7 @@ pub fn shadows(path: &str, has_init: impl Fn(&str) -> bool) -> Option<String> {
         dir
     };
     Some(format!(
-        "adds a module `{module}` in `{shown}`, which holds no `__init__.py` and can be first on \
+        "adds a module `{module}` in `{shown}`, which can be first on \
          Python's path (`python -m …` puts the working directory there, a script its own \
          directory): it would be imported instead of the standard library's or the test \
          runner's `{module}`"
@@ -417,6 +424,12 @@ mod tests {
         let init = |d: &str| d == "pkg/serializers" || d == "pkg";
         assert!(shadows("pkg/serializers/json.py", init).is_none());
         assert!(shadows("pkg/json/__init__.py", init).is_none());
+        // The top of the tree is a path entry whatever it holds.
+        assert!(shadows("pytest.py", init).is_some() || shadows("pytest.py", |_| true).is_some());
+        assert!(shadows("pytest.py", |_| true).is_some());
+        // A link or a directory named like the runner's package.
+        assert!(shadows("pytest", |_| false).is_some());
+        assert!(shadows("tests/unittest", |_| false).is_some());
         let no_init = |_: &str| false;
         for path in [
             "tests/test_json.py",
