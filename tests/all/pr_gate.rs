@@ -114,6 +114,25 @@ fn a_good_branch_passes_the_gate_on_its_merge_base() {
     assert!(root.join(".agent-ledger/.gitignore").exists());
 }
 
+/// The branch `agent` with a docstring added: a change to pass.
+fn good_branch(root: &Path) {
+    on_branch(root, "good", |r| {
+        write(
+            &r.join("src/calc.py"),
+            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+        );
+    });
+}
+
+/// A second branch `evil` from the same fork, checked out, that deletes
+/// the test.
+fn evil_branch(root: &Path) {
+    git(root, &["checkout", "-q", "-b", "evil", "main~1"]);
+    std::fs::remove_file(root.join("tests/test_calc.py")).unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "evil"]);
+}
+
 /// The flow as a newcomer runs it on two branches in turn: without
 /// `--run`, each branch's capture is a run of its own, named after its
 /// head, and `check` without `--run` finds the one for the checkout.
@@ -123,12 +142,7 @@ fn runs_named_after_the_head_never_collide_between_branches() {
     let root = repo.path();
     let cache = cache_dir();
     let check = |root: &Path| run(root, &["check", "--cache-dir", cache.to_str().unwrap()]);
-    on_branch(root, "good", |r| {
-        write(
-            &r.join("src/calc.py"),
-            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
-        );
-    });
+    good_branch(root);
     let good = git(root, &["rev-parse", "agent"]);
     run(root, &["capture", "--git", "main..HEAD"]).assert_code(0);
     assert!(
@@ -141,10 +155,7 @@ fn runs_named_after_the_head_never_collide_between_branches() {
     let out = check(root);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     // A second branch from the same fork, which deletes a test.
-    git(root, &["checkout", "-q", "-b", "evil", "main~1"]);
-    std::fs::remove_file(root.join("tests/test_calc.py")).unwrap();
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-q", "-m", "evil"]);
+    evil_branch(root);
     run(root, &["capture", "--git", "main..HEAD"]).assert_code(0);
     let out = check(root);
     assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
@@ -156,18 +167,10 @@ fn runs_named_after_the_head_never_collide_between_branches() {
 fn check_refuses_a_receipt_of_another_head() {
     let repo = forked_repo();
     let root = repo.path();
-    on_branch(root, "good", |r| {
-        write(
-            &r.join("src/calc.py"),
-            "def add(a, b):\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
-        );
-    });
+    good_branch(root);
     let first = git(root, &["rev-parse", "agent"]);
     run(root, &["capture", "--run", "pr", "--git", "main..HEAD"]).assert_code(0);
-    git(root, &["checkout", "-q", "-b", "evil", "main~1"]);
-    std::fs::remove_file(root.join("tests/test_calc.py")).unwrap();
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-q", "-m", "evil"]);
+    evil_branch(root);
     let second = git(root, &["rev-parse", "HEAD"]);
     run(root, &["capture", "--run", "pr", "--git", "main..HEAD"]).assert_code(73);
     let out = run(root, &["check", "--run", "pr"]);
