@@ -517,6 +517,32 @@ impl Walker<'_> {
                     }
                     self.module(&c.body, &name, test_class(c), &risks, outside);
                 }
+                // Definitions under a module- or class-level `if`, `try`
+                // or `with` (`if HAS_NUMPY:`, `try: … except ImportError:`)
+                // are tests like any other; under a condition that is
+                // always false they are never defined, so not there.
+                Stmt::If(i) => {
+                    if !falsy_constant(&i.test) {
+                        self.module(&i.body, prefix, in_test_class, class_risks, outside);
+                    }
+                    for clause in &i.elif_else_clauses {
+                        let never = clause.test.as_ref().is_some_and(falsy_constant)
+                            || (clause.test.is_none() && truthy_constant(&i.test));
+                        if !never {
+                            self.module(&clause.body, prefix, in_test_class, class_risks, outside);
+                        }
+                    }
+                }
+                Stmt::Try(t) => {
+                    for part in [&t.body, &t.orelse, &t.finalbody] {
+                        self.module(part, prefix, in_test_class, class_risks, outside);
+                    }
+                    for h in &t.handlers {
+                        let ExceptHandler::ExceptHandler(h) = h;
+                        self.module(&h.body, prefix, in_test_class, class_risks, outside);
+                    }
+                }
+                Stmt::With(w) => self.module(&w.body, prefix, in_test_class, class_risks, outside),
                 s => {
                     self.block(std::slice::from_ref(s), &None, &mut outside.asserts);
                 }
@@ -965,6 +991,27 @@ mod tests {
                 parse(patched).unwrap().units
             );
         }
+    }
+
+    #[test]
+    fn tests_defined_under_a_module_level_condition_are_judged() {
+        let base = "import sys\nif sys.version_info >= (3, 8):\n    def test_a():\n        assert f() == 1\ntry:\n    import numpy\nexcept ImportError:\n    numpy = None\nelse:\n    class TestN:\n        def test_n(self):\n            assert numpy.zeros(1)[0] == 0\n";
+        let weakened = base.replace("assert f() == 1", "assert f()");
+        assert_eq!(
+            findings(base, &weakened).len(),
+            1,
+            "{:?}",
+            findings(base, &weakened)
+        );
+        let gone = base.replace("assert numpy.zeros(1)[0] == 0", "pass");
+        assert_eq!(findings(base, &gone).len(), 1);
+        // Moved under `if False:` at the top level: never defined.
+        let hidden = base.replace("if sys.version_info >= (3, 8):", "if False:");
+        assert!(
+            findings(base, &hidden)
+                .iter()
+                .any(|m| m.contains("deleted or renamed away"))
+        );
     }
 
     #[test]
