@@ -505,7 +505,12 @@ fn terminator(stmt: &Statement) -> Option<&'static str> {
                 let mut mods = Vec::new();
                 let name = base_name(&c.callee, &mut mods);
                 match (name, mods.first()) {
-                    (Some("skip"), None) | (_, Some(&"skip")) => Some("a skip"),
+                    // `this.skip()`, `ctx.skip()`, `skip()`: the test stops
+                    // here. `it.skip('title', fn)` registers a test (a
+                    // marker `disable` reads), and stops nothing after it.
+                    (Some("skip"), None) | (_, Some(&"skip")) if c.arguments.is_empty() => {
+                        Some("a skip")
+                    }
                     (Some("process"), Some(&"exit" | &"abort")) => Some("an exit"),
                     _ => None,
                 }
@@ -1050,6 +1055,17 @@ mod tests {
         let shared = "function shared() {\n  it('s', () => { expect(f()).toBe(1); });\n}\ndescribe('d', () => { shared(); });\n";
         let emptied = shared.replace("expect(f()).toBe(1);", "");
         assert_eq!(findings(shared, &emptied).len(), 1);
+    }
+
+    #[test]
+    fn a_skipped_test_stops_nothing_after_it() {
+        let base = "describe('d', () => {\n  it.skip('later', () => {});\n  it('a', () => { expect(f()).toBe(1); });\n});\n";
+        let p = parse("t.test.js", base).unwrap();
+        let a = p.units.iter().find(|u| u.id == "d > a").unwrap();
+        assert!(a.is_test && a.asserts[0].dead.is_none(), "{:?}", p.units);
+        // `this.skip()` in a test ends that test.
+        let stopped = base.replace("it('a', () => {", "it('a', function () { this.skip();");
+        assert!(!findings(base, &stopped).is_empty());
     }
 
     #[test]
