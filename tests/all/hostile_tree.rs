@@ -287,10 +287,7 @@ fn a_patch_that_nests_1500_directories_is_a_patch_applies_miss_under_1024_descri
     )
     .assert_code(0);
     let cache = cache_dir();
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(r#"ulimit -n 1024 && exec "$0" "$@""#)
-        .arg(env!("CARGO_BIN_EXE_agent-ledger"))
+    let out = agent_ledger_with_1024_descriptors()
         .args([
             "check", "--run", "r", "--base", &repo.base, "--format", "json",
         ])

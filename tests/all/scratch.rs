@@ -133,10 +133,7 @@ fn a_tree_nested_past_the_descriptor_limit_by_the_test_command_is_removed() {
     // 1500 levels, each entered before the next is made (one path would
     // pass PATH_MAX).
     let nest = "python3 -c \"import os\nfor _ in range(1500):\n    os.mkdir('n'); os.chdir('n')\nopen('f', 'w').write('x')\nprint('nested', flush=True)\"; true";
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(r#"ulimit -n 1024 && exec "$0" "$@""#)
-        .arg(env!("CARGO_BIN_EXE_agent-ledger"))
+    let out = agent_ledger_with_1024_descriptors()
         .args([
             "check", "--run", "r", "--base", &repo.base, "--format", "json",
         ])

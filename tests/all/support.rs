@@ -181,6 +181,16 @@ fn check_json_output(args: &[&str], out: &Output) {
     crate::schemas::assert_matches(stem, &value);
 }
 
+/// agent-ledger with a hard limit of 1024 open descriptors (`ulimit -n
+/// 1024`, a usual default), which its own raise cannot pass.
+pub fn agent_ledger_with_1024_descriptors() -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(r#"ulimit -n 1024 && exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_agent-ledger"));
+    c
+}
+
 /// `command` (program, arguments, directory, environment) run as the last
 /// arguments of `outer`: `outer` gets them and `command`'s directory and
 /// environment.

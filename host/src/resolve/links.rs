@@ -50,10 +50,6 @@ pub(super) fn refuse_linked_ledger(root: &Path, ledger: &Path) -> Result<()> {
             ),
         ))
     };
-    let is_link = |p: &Path| {
-        p.symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_symlink())
-    };
     let mut at = real_root.clone();
     for c in inside.components() {
         at.push(c);
@@ -82,16 +78,12 @@ pub(super) fn refuse_linked_ledger(root: &Path, ledger: &Path) -> Result<()> {
 /// The first symbolic link among a ledger's entries and its object store's
 /// (the directories records are written into), if any.
 pub fn refuse_linked_entries(ledger: &Path) -> std::result::Result<(), PathBuf> {
-    let is_link = |p: &Path| {
-        p.symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_symlink())
-    };
     let Ok(entries) = std::fs::read_dir(ledger) else {
         return Ok(());
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if is_link(&path) {
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
             return Err(path);
         }
         if entry.file_type().is_ok_and(|t| t.is_dir())
@@ -105,4 +97,9 @@ pub fn refuse_linked_entries(ledger: &Path) -> std::result::Result<(), PathBuf> 
         }
     }
     Ok(())
+}
+
+fn is_link(p: &Path) -> bool {
+    p.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
 }
