@@ -1,8 +1,10 @@
 //! `assertions_not_weakened`: in every touched test file, no test is
-//! weakened. Python and JavaScript/TypeScript files are parsed (ruff's and
-//! oxc's parsers) and judged test by test (`units`, `python`, `js`): no test
-//! deleted or renamed away, no assertion removed, made unreachable or
-//! replaced by a weaker one, and nothing another test adds offsets it.
+//! weakened. Python, JavaScript/TypeScript, Rust and Go files are parsed
+//! (ruff's, oxc's, syn's and gosyn's parsers) and judged test by test
+//! (`units`, `python`, `js`, `rust`, `go`): no test deleted or renamed
+//! away, no assertion removed,
+//! made unreachable or replaced by a weaker one, and nothing another test
+//! adds offsets it.
 //! Other languages (and a base the parser cannot read): the number of
 //! assertions and of tests the file defines do not fall (`count`).
 //!
@@ -25,8 +27,10 @@
 
 mod count;
 mod disable;
+mod go;
 mod js;
 mod python;
+mod rust;
 mod units;
 
 use agent_ledger_guest::{ChangeKind, Globs, Guest, Info, Outcome, Trial, finding, test_globs};
@@ -48,7 +52,7 @@ impl Guest for AssertionsNotWeakened {
         Info {
             name: "assertions_not_weakened".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            summary: "in each touched test file no test is deleted, skipped, focused, removed from its module or made unreachable, and no assertion is removed, weakened or rebound (Python and JavaScript/TypeScript judged test by test on a syntax tree; other languages by counts)".into(),
+            summary: "in each touched test file no test is deleted, skipped, focused, removed from its module or made unreachable, and no assertion is removed, weakened or rebound (Python, JavaScript/TypeScript, Rust and Go judged test by test on a syntax tree; other languages by counts)".into(),
         }
     }
 
@@ -112,7 +116,7 @@ impl Guest for AssertionsNotWeakened {
             let Some(before) = before.filter(|_| is_test) else {
                 continue;
             };
-            // Python and JavaScript/TypeScript: each test judged on the
+            // Python, JavaScript/TypeScript, Rust and Go: each test judged on the
             // syntax tree. Other languages, or a base the parser cannot
             // read: the counts of the whole file.
             match judge_tree(lang, before_path, &before, &after) {
@@ -182,6 +186,8 @@ fn judge_tree(
     let parse = |src: &str| match lang {
         Lang::Python => Some(python::parse(src)),
         Lang::JavaScript => Some(js::parse(path, src)),
+        Lang::Rust => Some(rust::parse(path, src)),
+        Lang::Go => Some(go::parse(src)),
         _ => None,
     };
     let base = parse(before)?.ok()?;
