@@ -41,6 +41,7 @@ const BUILD: &str = "a build constraint: `go test` may not compile the file";
 const REMOVES: &str = "removes a test from its module, so it is not collected";
 const REBINDS: &str = "an assertion given another body can no longer fail";
 const UNCOLLECTS: &str = "turns off the collection of tests";
+const NO_RUN: &str = "a `TestMain` that never calls `m.Run()` runs no test of its package";
 const PLUGINS: &str =
     "loads pytest plugins (`-p` by another spelling), which can turn every failure into a pass";
 
@@ -391,6 +392,9 @@ pub fn scan(lang: Lang, src: &str) -> Scan {
             Lang::Go => {
                 if dotted && matches!(id, "Skip" | "Skipf" | "SkipNow") && next == "(" {
                     push(toks.chain(i), "added", SKIPS, line, false);
+                }
+                if id == "func" && next == "TestMain" && !code.contains(".Run()") {
+                    push("TestMain".into(), "added", NO_RUN, line, true);
                 }
                 if id == "func" {
                     // `func TestX(` or a suite method `func (s *S) TestX(`.
@@ -944,6 +948,8 @@ mod tests {
             "//go:build ignore\n\npackage a\n",
             "//go:build ignore added",
         );
+        one(go, "func TestMain(m *testing.M) {}\n", "TestMain added");
+        none(go, "func TestMain(m *testing.M) {\n\tos.Exit(m.Run())\n}\n");
         one(go, "assert := fake{}\n", "assert rebound");
         none(
             go,

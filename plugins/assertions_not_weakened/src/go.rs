@@ -38,6 +38,9 @@ pub fn parse(src: &str) -> Result<Parsed, String> {
             .map(|(i, _)| i)
             .chain([src.len()])
             .collect(),
+        params: Default::default(),
+        asserters: Default::default(),
+        locals: Default::default(),
     };
     let mut units = Vec::new();
     for decl in &file.decl {
@@ -54,6 +57,36 @@ struct Walker<'s> {
     lines: Lines,
     /// Byte offset of each character (gosyn counts characters).
     bytes: Vec<usize>,
+    /// The names of the function's `*testing.T`/`B`/`F`/`TB` parameters
+    /// (its subtests' too): only a failure called on one fails the test.
+    params: std::cell::RefCell<Vec<String>>,
+    /// Names bound to `assert.New(t)`/`require.New(t)`.
+    asserters: std::cell::RefCell<Vec<String>>,
+    /// Names the function binds itself (`check := func…`): a call to one
+    /// is not a call to the file's helper of that name.
+    locals: std::cell::RefCell<Vec<String>>,
+}
+
+/// Whether a parameter's type is the testing package's `*T`, `*B`, `*F`
+/// or `TB`.
+fn testing_type(t: &Expression) -> bool {
+    let t = match t {
+        Expression::Star(s) => &*s.right,
+        Expression::TypePointer(p) => &*p.typ,
+        other => other,
+    };
+    matches!(
+        dotted(t).as_deref(),
+        Some("testing.T" | "testing.B" | "testing.F" | "testing.TB")
+    )
+}
+
+fn testing_params(list: &gosyn::ast::FieldList) -> Vec<String> {
+    list.list
+        .iter()
+        .filter(|f| testing_type(&f.typ))
+        .flat_map(|f| f.name.iter().map(|n| n.name.clone()))
+        .collect()
 }
 
 /// `TestXxx`, `BenchmarkXxx`, `FuzzXxx`: the prefix, then not a lower-case
@@ -114,26 +147,35 @@ const SKIPS: &[&str] = &["Skip", "Skipf", "SkipNow"];
 
 /// A testify assertion (`assert.Equal(t, …)`, `require.NoError(t, err)`,
 /// a suite's `s.Equal(…)` or `s.Require().Equal(…)`): its kind.
-fn testify(call: &Call) -> Option<Kind> {
+fn testify(call: &Call, asserters: &[String]) -> Option<Kind> {
     let Expression::Selector(s) = &*call.func else {
         return None;
     };
     let recv = dotted(&s.x)?;
     let known = matches!(recv.as_str(), "assert" | "require" | "s" | "suite")
+        || asserters.contains(&recv)
         || recv.ends_with(".Require()")
         || recv.ends_with(".Assert()");
     if !known {
         return None;
     }
     let m = s.sel.name.trim_end_matches('f');
+    // `assert.True(t, true)`: a literal asserts nothing.
+    if matches!(m, "True" | "False")
+        && call
+            .args
+            .iter()
+            .any(|a| matches!(a, Expression::Ident(i) if i.name == "true" || i.name == "false"))
+    {
+        return Some(Kind::Constant);
+    }
     Some(match m {
         "Equal" | "EqualValues" | "Exactly" | "JSONEq" | "YAMLEq" | "ErrorIs" | "ErrorAs"
         | "EqualError" | "Panics" | "PanicsWithValue" | "PanicsWithError" | "Fail" | "FailNow"
-        | "Same" | "InDelta" | "InEpsilon" | "WithinDuration" | "Regexp" => Kind::Equality,
+        | "Same" | "InDelta" | "InEpsilon" | "WithinDuration" => Kind::Equality,
         "NotEqual" | "NotEqualValues" | "Greater" | "GreaterOrEqual" | "Less" | "LessOrEqual"
-        | "Positive" | "Negative" | "NotSame" | "NotErrorIs" | "NotRegexp" | "NotPanics" => {
-            Kind::Comparison
-        }
+        | "Positive" | "Negative" | "NotSame" | "NotErrorIs" | "NotRegexp" | "NotPanics"
+        | "Regexp" => Kind::Comparison,
         "Contains" | "NotContains" | "Subset" | "NotSubset" | "ElementsMatch" | "ErrorContains"
         | "Len" => Kind::Containment,
         "IsType" | "Implements" => Kind::Type,
@@ -178,12 +220,25 @@ impl Walker<'_> {
             asserts: Vec::new(),
             risks: Vec::new(),
         };
+        *self.params.borrow_mut() = testing_params(&f.typ.params);
+        self.asserters.borrow_mut().clear();
+        self.locals.borrow_mut().clear();
         if let Some(body) = &f.body {
+            // Comments and strings blanked: a name in a comment is no use.
             let text = {
                 let (s, e) = (self.byte(body.pos.0), self.byte(body.pos.1 + 1));
-                self.src.get(s..e).unwrap_or_default().to_string()
+                crate::count::strip(
+                    crate::count::Lang::Go,
+                    self.src.get(s..e).unwrap_or_default(),
+                )
             };
             self.block(body, &None, None, &text, &mut unit.asserts);
+        }
+        let locals = self.locals.borrow();
+        for a in unit.asserts.iter_mut() {
+            if a.callee.as_ref().is_some_and(|c| locals.contains(c)) {
+                a.callee = None;
+            }
         }
         out.retain(|u| u.id != unit.id);
         out.push(unit);
@@ -235,14 +290,33 @@ impl Walker<'_> {
             Statement::Expr(e) => self.expr(&e.expr, dead, cond, body, out),
             Statement::If(i) => self.if_stmt(i, dead, body, out),
             Statement::Block(b) => self.block(b, dead, cond, body, out),
-            Statement::For(f) => self.block(&f.body, dead, cond, body, out),
+            Statement::For(f) => {
+                let never = matches!(f.cond.as_deref(), Some(Statement::Expr(e)) if matches!(&e.expr, Expression::Ident(i) if i.name == "false"));
+                let inner = dead.clone().or_else(|| {
+                    never.then(|| "it is under `for false`, which never runs".to_string())
+                });
+                self.block(&f.body, &inner, cond, body, out)
+            }
             Statement::Range(r) => self.block(&r.body, dead, cond, body, out),
             Statement::Label(l) => self.stmt(&l.stmt, dead, cond, body, out),
             Statement::Defer(d) => self.call(&d.call, dead, cond, body, out),
-            Statement::Go(g) => self.call(&g.call, dead, cond, body, out),
+            Statement::Go(g) => {
+                let inner = dead.clone().or_else(|| {
+                    Some("it runs in a goroutine, which may end after the test".to_string())
+                });
+                self.call(&g.call, &inner, cond, body, out)
+            }
             Statement::Switch(sw) => {
                 for clause in &sw.block.body {
-                    self.stmts(&clause.body, dead, cond, body, out);
+                    let never = !clause.list.is_empty()
+                        && clause
+                            .list
+                            .iter()
+                            .all(|e| matches!(e, Expression::Ident(i) if i.name == "false"));
+                    let inner = dead.clone().or_else(|| {
+                        never.then(|| "it is under `case false`, which never runs".to_string())
+                    });
+                    self.stmts(&clause.body, &inner, cond, body, out);
                 }
             }
             Statement::TypeSwitch(sw) => {
@@ -257,6 +331,17 @@ impl Walker<'_> {
             }
             Statement::Assign(a) => {
                 for (k, r) in a.right.iter().enumerate() {
+                    if let Some(Expression::Ident(name)) = a.left.get(k) {
+                        self.locals.borrow_mut().push(name.name.clone());
+                        if let Expression::Call(c) = r
+                            && matches!(
+                                dotted(&c.func).as_deref(),
+                                Some("assert.New" | "require.New")
+                            )
+                        {
+                            self.asserters.borrow_mut().push(name.name.clone());
+                        }
+                    }
                     // `check := func() { t.Error… }` runs only if used.
                     if let Expression::FuncLit(f) = r {
                         let name = match a.left.get(k) {
@@ -286,6 +371,8 @@ impl Walker<'_> {
     fn if_stmt(&self, i: &IfStmt, dead: &Option<String>, body: &str, out: &mut Vec<Assertion>) {
         let kind = condition_kind(&i.cond);
         let (text, _) = self.text(i.pos, i.body.pos.0);
+        // `if !assert.NoError(t, err) { return }`: a call in the condition.
+        self.expr(&i.cond, dead, None, body, out);
         let never = matches!(&i.cond, Expression::Ident(x) if x.name == "false");
         let inner = dead
             .clone()
@@ -309,8 +396,11 @@ impl Walker<'_> {
         out: &mut Vec<Assertion>,
     ) {
         let name = last(c).unwrap_or_default();
-        let on_t = matches!(&*c.func, Expression::Selector(s) if !matches!(dotted(&s.x).as_deref(), Some("assert" | "require")));
-        if let Some(kind) = testify(c) {
+        // Only the test's own `t` (or a subtest's, or a suite's `s.T()`).
+        let on_t = matches!(&*c.func, Expression::Selector(s)
+            if dotted(&s.x).is_some_and(|r| self.params.borrow().contains(&r) || r.ends_with(".T()")));
+        let testified = testify(c, &self.asserters.borrow());
+        if let Some(kind) = testified {
             let (text, line) = self.call_text(c);
             out.push(Assertion {
                 text,
@@ -367,8 +457,19 @@ impl Walker<'_> {
             Expression::Call(c) => self.call(c, dead, cond, body, out),
             // A function literal passed to a call runs (`t.Run(…, func…)`)
             // or is called in place.
-            Expression::FuncLit(f) => self.block(&f.body, dead, None, body, out),
+            Expression::FuncLit(f) => {
+                self.params
+                    .borrow_mut()
+                    .extend(testing_params(&f.typ.params));
+                self.block(&f.body, dead, None, body, out)
+            }
             Expression::Paren(p) => self.expr(&p.expr, dead, cond, body, out),
+            Expression::Operation(op) => {
+                self.expr(&op.x, dead, cond, body, out);
+                if let Some(y) = &op.y {
+                    self.expr(y, dead, cond, body, out);
+                }
+            }
             _ => {}
         }
     }
@@ -396,6 +497,11 @@ fn terminator(s: &Statement) -> Option<(&'static str, usize)> {
     }
 }
 
+/// Two operands written alike (`got != got`): the same name or selector.
+fn same(a: &Expression, b: &Expression) -> bool {
+    dotted(a).is_some() && dotted(a) == dotted(b)
+}
+
 /// What an `if` condition checks, for the `t.Error` under it.
 fn condition_kind(cond: &Expression) -> Kind {
     match cond {
@@ -419,10 +525,10 @@ fn condition_kind(cond: &Expression) -> Kind {
                     },
                     _ => Kind::Truthiness,
                 },
-                (Operator::Equal, Some(y)) if nil(y) || nil(&op.x) => {
-                    // `if err == nil { t.Fatal("want an error") }`
-                    Kind::Raises
-                }
+                (Operator::Equal | Operator::NotEqual, Some(y)) if same(&op.x, y) => Kind::Constant,
+                // `if err == nil { t.Fatal("want an error") }`: that there
+                // is one, not which.
+                (Operator::Equal, Some(y)) if nil(y) || nil(&op.x) => Kind::Defined,
                 (Operator::NotEqual, Some(y)) if nil(y) || nil(&op.x) => Kind::Defined,
                 (
                     Operator::Equal | Operator::NotEqual | Operator::Greater | Operator::Less,
@@ -436,9 +542,15 @@ fn condition_kind(cond: &Expression) -> Kind {
                     | Operator::GreaterEqual,
                     Some(_),
                 ) => Kind::Comparison,
-                (Operator::OrOr | Operator::AndAnd, Some(y)) => {
+                // `a || b` fails when either does: as strong as the
+                // stronger; `a && b` only when both do: the weaker.
+                (Operator::OrOr, Some(y)) => {
                     let (a, b) = (condition_kind(&op.x), condition_kind(y));
                     if a.tier() >= b.tier() { a } else { b }
+                }
+                (Operator::AndAnd, Some(y)) => {
+                    let (a, b) = (condition_kind(&op.x), condition_kind(y));
+                    if a.tier() <= b.tier() { a } else { b }
                 }
                 _ => Kind::Truthiness,
             }
@@ -520,6 +632,60 @@ func (s *S) TestInSuite() {
             .map(|u| u.id.clone())
             .collect();
         assert!(units.contains(&"S.TestInSuite".to_string()), "{units:?}");
+    }
+
+    /// The bypasses a hostile review found in the first version.
+    #[test]
+    fn the_reviewed_bypasses_are_found() {
+        let check = "\tif got != 3 {\n\t\tt.Errorf(\"Add(1, 2) = %d, want 3\", got)\n\t}\n";
+        for to in [
+            "\tif got != 3 {\n\t\tfmt.Errorf(\"Add(1, 2) = %d, want 3\", got)\n\t}\n",
+            "\tif got != 3 {\n\t\tt.Log(errors.New(\"x\").Error())\n\t}\n",
+            "\tif got == nil {\n\t\tt.Errorf(\"Add\")\n\t}\n",
+            "\tif got != got {\n\t\tt.Errorf(\"Add\")\n\t}\n",
+            "\tif false && got != 3 {\n\t\tt.Errorf(\"Add\")\n\t}\n",
+            "\tfor false {\n\t\tt.Fatal(\"Add\")\n\t}\n",
+            "\tswitch {\n\tcase false:\n\t\tt.Fatal(\"Add\")\n\t}\n",
+            "\tgo func() {\n\t\tif got != 3 {\n\t\t\tt.Errorf(\"Add\")\n\t\t}\n\t}()\n",
+            "\tcheck := func() {\n\t\tif got != 3 {\n\t\t\tt.Errorf(\"Add\")\n\t\t}\n\t}\n\t// check\n",
+        ] {
+            let patched = BASE.replace(check, to);
+            assert_ne!(patched, BASE);
+            let f = findings(BASE, &patched);
+            assert!(f.iter().any(|m| m.contains("`TestAdd`")), "{to}: {f:?}");
+        }
+        let swap = |from: &str, to: &str| {
+            let patched = BASE.replace(from, to);
+            assert_ne!(patched, BASE, "{from}");
+            findings(BASE, &patched)
+        };
+        let eq = "assert.Equal(t, 1, Sub(2, 1))";
+        for to in [
+            "assert.Regexp(t, \".*\", Sub(2, 1))",
+            "assert.True(t, true)",
+        ] {
+            assert!(swap(eq, to).iter().any(|m| m.contains("`TestSub`")), "{to}");
+        }
+        // A local function literal shadowing the helper.
+        let f = swap(
+            "\tcheckSum(t, Add(1, 2))",
+            "\tcheckSum := func(*testing.T, int) {}\n\tcheckSum(t, Add(1, 2))",
+        );
+        assert!(f.iter().any(|m| m.contains("`TestHelper`")), "{f:?}");
+        // `a := assert.New(t)` and a call in an `if` condition are seen.
+        let named = BASE.replace(eq, "a := assert.New(t)\n\ta.Equal(1, Sub(2, 1))");
+        let f = findings(&named, &named.replace("\ta.Equal(1, Sub(2, 1))", "\t_ = a"));
+        assert!(f.iter().any(|m| m.contains("`TestSub`")), "{f:?}");
+        let guarded = BASE.replace(eq, "if !assert.Equal(t, 1, Sub(2, 1)) {\n\t\treturn\n\t}");
+        let f = findings(&guarded, &BASE.replace(eq, "_ = Sub(2, 1)"));
+        assert!(f.iter().any(|m| m.contains("`TestSub`")), "{f:?}");
+        // An error printed differently is not a finding.
+        let printed = BASE.replace(
+            "t.Errorf(\"got %d\", got)",
+            "t.Errorf(\"%s\", errors.New(\"x\").Error())",
+        );
+        let plain = printed.replace("errors.New(\"x\").Error()", "errors.New(\"x\")");
+        assert!(findings(&printed, &plain).is_empty());
     }
 
     #[test]

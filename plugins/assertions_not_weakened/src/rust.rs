@@ -33,9 +33,24 @@ pub fn parse(path: &str, src: &str) -> Result<Parsed, String> {
     let w = Walker {
         src,
         lines: Lines::new(src),
+        guard: std::cell::Cell::new(0),
+        locals: std::cell::RefCell::new(Vec::new()),
     };
     let mut units = Vec::new();
-    w.items(&file.items, "", whole, &mut units);
+    // `#![cfg(…)]`/`#![cfg_attr(…)]` on the file reach every test in it.
+    let outer: Vec<(String, String)> = file
+        .attrs
+        .iter()
+        .filter(|a| path_of(a) != "doc")
+        .map(|a| {
+            let (text, _) = w.text(a);
+            (
+                format!("file-attr:{text}"),
+                format!("the file's attribute `{text}` can take all its tests out of the build"),
+            )
+        })
+        .collect();
+    w.items(&file.items, "", whole, &outer, &mut units);
     crate::units::resolve_helpers(&mut units);
     Ok(Parsed { units })
 }
@@ -43,6 +58,30 @@ pub fn parse(path: &str, src: &str) -> Result<Parsed, String> {
 struct Walker<'s> {
     src: &'s str,
     lines: Lines,
+    /// How many closures, conditions or arms the walk is inside: a
+    /// `panic!` there is conditional, not an explicit failure.
+    guard: std::cell::Cell<u32>,
+    /// Names the function being walked binds itself (a local `fn`, a
+    /// `let`): a call to one is not a call to the file's helper of that
+    /// name.
+    locals: std::cell::RefCell<Vec<String>>,
+}
+
+/// Attributes that change nothing about whether or how a test runs.
+fn harmless(path: &str) -> bool {
+    matches!(
+        path,
+        "doc"
+            | "allow"
+            | "warn"
+            | "deny"
+            | "expect"
+            | "forbid"
+            | "track_caller"
+            | "inline"
+            | "must_use"
+            | "rustfmt::skip"
+    ) || path.starts_with("clippy::")
 }
 
 fn path_of(attr: &Attribute) -> String {
@@ -82,15 +121,37 @@ impl Walker<'_> {
         )
     }
 
-    fn items(&self, items: &[Item], prefix: &str, test_ctx: bool, out: &mut Vec<Unit>) {
+    fn items(
+        &self,
+        items: &[Item],
+        prefix: &str,
+        test_ctx: bool,
+        outer: &[(String, String)],
+        out: &mut Vec<Unit>,
+    ) {
         for item in items {
             match item {
-                Item::Fn(f) => self.function(f, prefix, test_ctx, out),
+                Item::Fn(f) => self.function(f, prefix, test_ctx, outer, out),
                 Item::Mod(m) => {
                     if let Some((_, inner)) = &m.content {
                         let ctx = test_ctx || m.attrs.iter().any(is_cfg_test);
                         let name = format!("{prefix}{}::", m.ident);
-                        self.items(inner, &name, ctx, out);
+                        // A module's own attributes (but `#[cfg(test)]`)
+                        // reach every test in it.
+                        let mut outer = outer.to_vec();
+                        for a in m.attrs.iter().filter(|a| !is_cfg_test(a)) {
+                            if harmless(&path_of(a)) {
+                                continue;
+                            }
+                            let (text, _) = self.text(a);
+                            outer.push((
+                                format!("mod-attr:{text}"),
+                                format!(
+                                    "its module's attribute `{text}` can take it out of the build"
+                                ),
+                            ));
+                        }
+                        self.items(inner, &name, ctx, &outer, out);
                     }
                 }
                 _ => {}
@@ -98,7 +159,14 @@ impl Walker<'_> {
         }
     }
 
-    fn function(&self, f: &ItemFn, prefix: &str, test_ctx: bool, out: &mut Vec<Unit>) {
+    fn function(
+        &self,
+        f: &ItemFn,
+        prefix: &str,
+        test_ctx: bool,
+        outer: &[(String, String)],
+        out: &mut Vec<Unit>,
+    ) {
         let is_test = f.attrs.iter().any(is_test_attr);
         if !is_test && !test_ctx {
             return;
@@ -109,11 +177,11 @@ impl Walker<'_> {
             is_test,
             line,
             asserts: Vec::new(),
-            risks: Vec::new(),
+            risks: outer.to_vec(),
         };
         for attr in &f.attrs {
             let p = path_of(attr);
-            if p == "doc" || is_test_attr(attr) {
+            if harmless(&p) || is_test_attr(attr) {
                 continue;
             }
             let (text, line) = self.text(attr);
@@ -139,8 +207,19 @@ impl Walker<'_> {
             };
             unit.risks.push((format!("attr:{text}"), why));
         }
-        let body = self.src[f.block.span().byte_range()].to_string();
+        // Comments and strings blanked: a name in a comment is no use.
+        let body = crate::count::strip(
+            crate::count::Lang::Rust,
+            &self.src[f.block.span().byte_range()],
+        );
+        self.locals.borrow_mut().clear();
         self.block(&f.block, &None, &body, &mut unit.asserts);
+        let locals = self.locals.borrow();
+        for a in unit.asserts.iter_mut() {
+            if a.callee.as_ref().is_some_and(|c| locals.contains(c)) {
+                a.callee = None;
+            }
+        }
         out.retain(|u| u.id != unit.id);
         out.push(unit);
     }
@@ -153,9 +232,13 @@ impl Walker<'_> {
         for stmt in &b.stmts {
             match stmt {
                 Stmt::Local(l) => {
+                    if let syn::Pat::Ident(i) = &l.pat {
+                        self.locals.borrow_mut().push(i.ident.to_string());
+                    }
                     if let Some(init) = &l.init {
-                        // `let f = || assert!(…);` runs only if `f` is used.
-                        if let Expr::Closure(c) = &*init.expr {
+                        // `let f = || assert!(…);` (or `Box::new(|| …)`)
+                        // runs only if `f` is used.
+                        if let Some(c) = closure_in(&init.expr) {
                             let name = match &l.pat {
                                 syn::Pat::Ident(i) => Some(i.ident.to_string()),
                                 _ => None,
@@ -165,7 +248,7 @@ impl Walker<'_> {
                                     "it is inside a closure that is never called".to_string()
                                 })
                             });
-                            self.expr(&c.body, &closure_dead, body, out);
+                            self.guarded(|| self.expr(&c.body, &closure_dead, body, out));
                         } else {
                             self.expr(&init.expr, &dead, body, out);
                         }
@@ -176,6 +259,7 @@ impl Walker<'_> {
                 }
                 Stmt::Expr(e, _) => self.expr(e, &dead, body, out),
                 Stmt::Macro(m) => self.mac(&m.mac, &dead, out),
+                Stmt::Item(Item::Fn(f)) => self.locals.borrow_mut().push(f.sig.ident.to_string()),
                 Stmt::Item(_) => {}
             }
             if dead.is_none()
@@ -194,9 +278,14 @@ impl Walker<'_> {
             .last()
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
-        let Some(kind) = macro_kind(&name, m) else {
+        let Some(mut kind) = macro_kind(&name, m) else {
             return;
         };
+        if kind == Kind::Fail && self.guard.get() > 0 {
+            // `if got != want { panic!() }`, `unwrap_or_else(|e| panic!())`:
+            // what it asserts is a condition this reader does not rate.
+            kind = Kind::Truthiness;
+        }
         let (text, line) = self.text(m);
         out.push(Assertion {
             text,
@@ -220,10 +309,12 @@ impl Walker<'_> {
                     never.then(|| "it is under `if false`, which never runs".to_string())
                 });
                 self.expr(&i.cond, dead, body, out);
-                self.block(&i.then_branch, &inner, body, out);
-                if let Some((_, e)) = &i.else_branch {
-                    self.expr(e, dead, body, out);
-                }
+                self.guarded(|| {
+                    self.block(&i.then_branch, &inner, body, out);
+                    if let Some((_, e)) = &i.else_branch {
+                        self.expr(e, dead, body, out);
+                    }
+                });
             }
             Expr::ForLoop(f) => {
                 self.expr(&f.expr, dead, body, out);
@@ -239,9 +330,11 @@ impl Walker<'_> {
             Expr::Loop(l) => self.block(&l.body, dead, body, out),
             Expr::Match(m) => {
                 self.expr(&m.expr, dead, body, out);
-                for arm in &m.arms {
-                    self.expr(&arm.body, dead, body, out);
-                }
+                self.guarded(|| {
+                    for arm in &m.arms {
+                        self.expr(&arm.body, dead, body, out);
+                    }
+                });
             }
             Expr::Call(c) => {
                 let callee = match &*c.func {
@@ -254,16 +347,10 @@ impl Walker<'_> {
                     ),
                     _ => None,
                 };
-                let swallowing = callee
-                    .as_ref()
-                    .is_some_and(|p| p.last().is_some_and(|l| l == "catch_unwind"));
-                let inner = if swallowing {
-                    dead.clone().or_else(|| {
-                        Some("it is inside `catch_unwind`, which swallows its panic".to_string())
-                    })
-                } else {
-                    dead.clone()
-                };
+                let inner = swallowed(
+                    callee.as_ref().and_then(|p| p.last()).map(String::as_str),
+                    dead,
+                );
                 if let Some(p) = callee.filter(|p| p.len() == 1) {
                     // A call to a function the file may define: an
                     // assertion of that function's strength when it has any.
@@ -282,12 +369,15 @@ impl Walker<'_> {
                 }
             }
             Expr::MethodCall(c) => {
-                self.expr(&c.receiver, dead, body, out);
+                let inner = swallowed(Some(&c.method.to_string()), dead);
+                // `AssertUnwindSafe(|| …).catch_unwind()`: what it is
+                // called on is swallowed too.
+                self.expr(&c.receiver, &inner, body, out);
                 for arg in &c.args {
-                    self.arg(arg, dead, body, out);
+                    self.arg(arg, &inner, body, out);
                 }
             }
-            Expr::Closure(c) => self.expr(&c.body, dead, body, out),
+            Expr::Closure(c) => self.guarded(|| self.expr(&c.body, dead, body, out)),
             Expr::Paren(p) => self.expr(&p.expr, dead, body, out),
             Expr::Await(a) => self.expr(&a.base, dead, body, out),
             Expr::Try(t) => self.expr(&t.expr, dead, body, out),
@@ -307,6 +397,40 @@ impl Walker<'_> {
     fn arg(&self, e: &Expr, dead: &Option<String>, body: &str, out: &mut Vec<Assertion>) {
         self.expr(e, dead, body, out)
     }
+
+    fn guarded(&self, f: impl FnOnce()) {
+        self.guard.set(self.guard.get() + 1);
+        f();
+        self.guard.set(self.guard.get() - 1);
+    }
+}
+
+/// The closure an initialiser binds: `|| …`, `Box::new(|| …)`, `(|| …)`.
+fn closure_in(e: &Expr) -> Option<&syn::ExprClosure> {
+    match e {
+        Expr::Closure(c) => Some(c),
+        Expr::Paren(p) => closure_in(&p.expr),
+        Expr::Call(c) if c.args.len() == 1 => match &*c.func {
+            Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "new") => {
+                closure_in(&c.args[0])
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What a call named `name` does to a panic in the closures it is given:
+/// `catch_unwind` swallows it; `spawn` moves it to another thread or task,
+/// where it does not fail the test.
+fn swallowed(name: Option<&str>, dead: &Option<String>) -> Option<String> {
+    dead.clone().or_else(|| match name? {
+        "catch_unwind" => Some("it is inside `catch_unwind`, which swallows its panic".into()),
+        "spawn" | "spawn_blocking" | "spawn_local" => {
+            Some("it runs in a spawned thread or task, whose panic does not fail the test".into())
+        }
+        _ => None,
+    })
 }
 
 /// What a statement that always ends its block is: `return`, an exit.
@@ -318,10 +442,7 @@ fn terminator(stmt: &Stmt) -> Option<&'static str> {
     match e {
         Expr::Return(_) => Some("`return`"),
         Expr::Call(c) => match &*c.func {
-            Expr::Path(p)
-                if p.path.segments.last().is_some_and(|s| s.ident == "exit")
-                    && p.path.segments.iter().any(|s| s.ident == "process") =>
-            {
+            Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "exit") => {
                 Some("`std::process::exit`")
             }
             _ => None,
@@ -336,11 +457,27 @@ fn macro_kind(name: &str, m: &Macro) -> Option<Kind> {
         .strip_prefix("debug_")
         .or_else(|| name.strip_prefix("prop_"))
         .unwrap_or(name);
+    let args = || {
+        m.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            .ok()
+            .map(|a| a.into_iter().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
     Some(match plain {
-        "assert_eq" => Kind::Equality,
-        "assert_ne" => Kind::Comparison,
+        "assert_eq" | "assert_ne" => {
+            let a = args();
+            if a.len() >= 2 && (same(&a[0], &a[1]) || (is_lit(&a[0]) && is_lit(&a[1]))) {
+                Kind::Constant
+            } else if plain == "assert_eq" {
+                Kind::Equality
+            } else {
+                Kind::Comparison
+            }
+        }
         "assert_matches" | "matches" => Kind::Type,
-        "panic" | "unreachable" | "unimplemented" | "todo" => Kind::Fail,
+        "panic" | "unreachable" => Kind::Fail,
+        // A placeholder asserts nothing.
+        "unimplemented" | "todo" => Kind::Constant,
         "assert" => {
             let cond = m
                 .parse_body_with(
@@ -373,13 +510,18 @@ fn condition_kind(cond: &Expr) -> Kind {
                     Kind::Equality
                 }
             }
-            BinOp::Gt(_) | BinOp::Ge(_) | BinOp::Ne(_) if is_len(&b.left) && is_zero(&b.right) => {
-                Kind::Length
-            }
+            BinOp::Ge(_) if is_len(&b.left) && is_zero(&b.right) => Kind::Constant,
+            BinOp::Gt(_) | BinOp::Ne(_) if is_len(&b.left) && is_zero(&b.right) => Kind::Length,
+            _ if same(&b.left, &b.right) => Kind::Constant,
             BinOp::Ne(_) | BinOp::Lt(_) | BinOp::Le(_) | BinOp::Gt(_) | BinOp::Ge(_) => {
                 Kind::Comparison
             }
             BinOp::And(_) => condition_kind(&b.left).max_by_tier(condition_kind(&b.right)),
+            // Fails only when both sides do: as weak as the weaker.
+            BinOp::Or(_) => {
+                let (l, r) = (condition_kind(&b.left), condition_kind(&b.right));
+                if l.tier() <= r.tier() { l } else { r }
+            }
             _ => Kind::Truthiness,
         },
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => match &*u.expr {
@@ -417,6 +559,10 @@ impl ByTier for Kind {
             self
         }
     }
+}
+
+fn is_lit(e: &Expr) -> bool {
+    matches!(e, Expr::Lit(_))
 }
 
 fn is_len(e: &Expr) -> bool {
@@ -600,6 +746,70 @@ mod more {
                 .any(|m| m.contains("`helper`")),
             "{:?}",
             findings(BASE, &hollow)
+        );
+    }
+
+    /// The bypasses a hostile review found in the first version.
+    #[test]
+    fn the_reviewed_bypasses_are_found() {
+        let swap = |from: &str, to: &str| {
+            let patched = BASE.replace(from, to);
+            assert_ne!(patched, BASE, "{from}");
+            findings(BASE, &patched)
+        };
+        let x = "assert_eq!(x, Some(1));";
+        for to in [
+            "x.unwrap_or_else(|| panic!(\"none\"));",
+            "if x.is_none() { panic!() }",
+            "assert_eq!(x, x);",
+            "std::thread::spawn(move || assert_eq!(x, Some(1)));",
+            "let _ = std::panic::AssertUnwindSafe(|| assert_eq!(x, Some(1))).catch_unwind();",
+            "let f = || assert_eq!(x, Some(1)); // f",
+            "let f = Box::new(|| assert_eq!(x, Some(1)));",
+            "assert!(x.is_some() || true);",
+            "use std::process::exit; exit(0); assert_eq!(x, Some(1));",
+        ] {
+            let f = swap(x, to);
+            assert!(f.iter().any(|m| m.contains("`parses`")), "{to}: {f:?}");
+        }
+        let f = swap("assert!(1 < 2);", "assert!(vec![1].len() >= 0);");
+        assert!(f.iter().any(|m| m.contains("`more::ordered`")), "{f:?}");
+        // A local function shadowing the helper.
+        let f = swap(
+            "    check(\"b\");",
+            "    fn check(_: &str) {}\n    check(\"b\");",
+        );
+        assert!(f.iter().any(|m| m.contains("`helper`")), "{f:?}");
+        // Module and file attributes.
+        let f = swap("mod more {", "#[cfg_attr(all(), cfg(any()))]\nmod more {");
+        assert!(
+            f.iter()
+                .any(|m| m.contains("`more::ordered`") && m.contains("module")),
+            "{f:?}"
+        );
+        let f = findings(BASE, &format!("#![cfg_attr(all(), cfg(any()))]\n{BASE}"));
+        assert!(
+            f.iter()
+                .any(|m| m.contains("`parses`") && m.contains("file")),
+            "{f:?}"
+        );
+        // Harmless attributes and a placeholder replaced are not findings.
+        assert!(
+            swap(
+                "#[test]\nfn parses()",
+                "#[test]\n#[allow(clippy::unwrap_used)]\nfn parses()"
+            )
+            .is_empty()
+        );
+        let todo = BASE.replace("    parse(\"\");\n}", "    todo!();\n}");
+        let done = BASE.replace(
+            "    parse(\"\");\n}",
+            "    assert!(parse(\"\").is_none());\n}",
+        );
+        assert!(
+            findings(&todo, &done).is_empty(),
+            "{:?}",
+            findings(&todo, &done)
         );
     }
 
