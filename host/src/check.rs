@@ -123,6 +123,11 @@ pub fn check_on(
                                 trees.base(),
                                 &spec.base,
                                 p,
+                                &crate::runners::effective_globs(
+                                    &spec.repo,
+                                    &spec.base,
+                                    &spec.config.config.tests.globs,
+                                )?,
                                 trees.tmp.path(),
                             )?),
                             None => None,

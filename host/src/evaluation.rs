@@ -6,10 +6,13 @@
 //! change: properties see the agent's patch only, and only the trees the
 //! test command runs in get the evaluator's patch.
 //!
-//! In such a tree the paths the evaluator's patch touches are first reset
-//! to the base revision (whatever the agent did to them), as the harness
-//! does with `git checkout BASE -- FILES`, then the patch is applied
-//! strictly; the result must be exactly what the lock holds.
+//! In such a tree the paths the evaluator's patch touches, and every path
+//! under the test globs the agent's patch changed (its test data, a
+//! `conftest.py`, a test it added), are first reset to the base revision,
+//! then the patch is applied strictly; the evaluator's files must be
+//! exactly what the lock holds. The harness resets only the test patch's
+//! files (`git checkout BASE -- FILES`); an agent that rewrote a data file
+//! the evaluator's new test reads is then tested against its own data.
 
 use crate::digest::sha256_hex;
 use crate::exit::{Error, Result};
@@ -90,6 +93,7 @@ pub fn lock(
     base: &Checkout,
     base_rev: &str,
     patch: &TestPatch,
+    test_globs: &[String],
     scratch: &Path,
 ) -> Result<LockedEvaluation> {
     let copy = base.link_copy(&scratch.join("eval-base"))?;
@@ -106,12 +110,58 @@ pub fn lock(
         patch_sha256: patch.sha256.clone(),
         files,
         paths,
+        test_globs: reset_globs(test_globs),
     })
 }
 
+/// Test directories at any depth, reset in every evaluation besides the
+/// configuration's globs: SWE-bench repositories keep tests and their data
+/// inside the package (`astropy/io/fits/tests/data/`, `testing/` in
+/// pytest's), where the default `tests/**` does not reach.
+pub const TEST_DIRS: &[&str] = &["**/tests/**", "**/test/**", "**/testing/**"];
+
+/// The globs an evaluation resets: the configuration's and [`TEST_DIRS`].
+fn reset_globs(config: &[String]) -> Vec<String> {
+    let mut globs = config.to_vec();
+    for dir in TEST_DIRS {
+        if !globs.iter().any(|g| g == dir) {
+            globs.push((*dir).to_string());
+        }
+    }
+    globs
+}
+
+/// The paths of `changed` (repository-relative) under `globs`, sorted.
+pub fn under_test_globs<'a>(
+    globs: &[String],
+    changed: impl IntoIterator<Item = &'a String>,
+) -> Result<Vec<String>> {
+    let mut set = globset::GlobSetBuilder::new();
+    for g in globs {
+        set.add(
+            globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| Error::Usage(format!("test glob `{g}` is not a glob: {e}")))?,
+        );
+    }
+    let set = set
+        .build()
+        .map_err(|e| Error::Usage(format!("the test globs do not build: {e}")))?;
+    let mut out: Vec<String> = changed
+        .into_iter()
+        .filter(|p| set.is_match(p.as_str()))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// Puts the evaluator's files into a tree the test command will run in:
-/// every locked path reset to the base revision, then the test patch
-/// applied; the files must then be exactly the locked ones.
+/// every locked path, and every path under the locked test globs that
+/// differs from the base, reset to the base revision, then the test patch
+/// applied; the evaluator's files must then be exactly the locked ones.
 pub fn install(
     co: &Checkout,
     base_rev: &str,
@@ -125,7 +175,16 @@ pub fn install(
             patch.source, locked.patch_sha256
         )));
     }
-    co.reset_paths(base_rev, &locked.paths)?;
+    let changed: Vec<String> = co
+        .changes_since(base_rev)?
+        .into_iter()
+        .flat_map(|c| std::iter::once(c.path).chain(c.old_path))
+        .collect();
+    let mut reset = under_test_globs(&locked.test_globs, &changed)?;
+    reset.extend(locked.paths.iter().cloned());
+    reset.sort();
+    reset.dedup();
+    co.reset_paths(base_rev, &reset)?;
     patch.apply(co, scratch)?;
     let now: Vec<LockEntry> = crate::lock::scan(&co.tree, &locked.paths)?.entries;
     let drift = crate::lock::compare(&locked.files, &now);

@@ -16,6 +16,50 @@ use crate::exit::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Every run a source brings (its property record) must be a line of
+/// `manifest` and must have been judged as that line says
+/// (`ManifestLine::disagreement`).
+fn answers_manifest(manifest: &Path, wanted: &BTreeMap<String, (Vec<u8>, PathBuf)>) -> Result<()> {
+    let mut lines = BTreeMap::new();
+    for (_, parsed) in crate::batch::read_manifest(manifest)? {
+        let line = parsed.map_err(|e| Error::data(manifest, e))?;
+        lines.insert(line.run.clone(), line);
+    }
+    for (rel, (bytes, from)) in wanted {
+        let Some(run) = rel
+            .strip_prefix("properties/")
+            .and_then(|r| r.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let Some(line) = lines.get(run) else {
+            return Err(Error::data(
+                from,
+                format!("run `{run}` is not a line of `{}`", manifest.display()),
+            ));
+        };
+        let record: crate::record::PropertyRecord = serde_json::from_slice(bytes)
+            .map_err(|e| Error::data(&from.join(rel), format!("not a property record: {e}")))?;
+        let receipt: Option<crate::record::TranscriptReceipt> = wanted
+            .get(&format!("transcripts/{run}.json"))
+            .map(|(bytes, _)| serde_json::from_slice(bytes))
+            .transpose()
+            .map_err(|e| {
+                Error::data(from, format!("run `{run}`: not a transcript receipt: {e}"))
+            })?;
+        if let Some(why) = line.disagreement(&record, receipt.as_ref())? {
+            return Err(Error::data(
+                from,
+                format!(
+                    "run `{run}` does not answer its line of `{}`: {why}; nothing was merged",
+                    manifest.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The directories of a ledger, all merged.
 const DIRS: &[&str] = &[
     "transcripts",
@@ -53,11 +97,13 @@ pub struct Merged {
 }
 
 /// Merges `sources` into `into` (created when missing). With `trusted`
-/// keys, every signature a source brings must verify under one.
+/// keys, every signature a source brings must verify under one; with a
+/// `manifest`, every run's property record must answer its line.
 pub fn merge(
     into: &Path,
     sources: &[PathBuf],
     trusted: &[ed25519_dalek::VerifyingKey],
+    manifest: Option<&Path>,
 ) -> Result<Merged> {
     // relative path -> (bytes, the source it came from)
     let mut wanted: BTreeMap<String, (Vec<u8>, PathBuf)> = BTreeMap::new();
@@ -100,6 +146,9 @@ pub fn merge(
                 }
             }
         }
+    }
+    if let Some(manifest) = manifest {
+        answers_manifest(manifest, &wanted)?;
     }
     let mut merged = Merged::default();
     let mut to_write = Vec::new();
@@ -207,6 +256,9 @@ fn whole_runs(
                     crate::output::inert(run)
                 ),
             )
+        })?;
+        crate::classify::stored_verdict_follows(&id, &records).map_err(|why| {
+            Error::data(src, format!("run `{}`: {why}", crate::output::inert(run)))
         })?;
         let sig = ledger.signature(&id);
         if std::fs::symlink_metadata(&sig).is_err() {

@@ -56,6 +56,32 @@ const JEST_DEFAULT: &[&str] = &[
 ];
 const VITEST_DEFAULT: &str = "**/*.{test,spec}.{js,mjs,cjs,ts,mts,cts,jsx,tsx}";
 
+/// The test globs the properties use at `base`: the configuration's when
+/// it names its own; with the built-in defaults, those and every glob of
+/// the runners detected in the base tree (the way `init` finds them), so
+/// a mocha project's `test/*.js` is protected without a `[tests]` table.
+pub fn effective_globs(
+    repo: &crate::git::Repo,
+    base: &str,
+    configured: &[String],
+) -> crate::exit::Result<Vec<String>> {
+    if configured != crate::config::Tests::default().globs.as_slice() {
+        return Ok(configured.to_vec());
+    }
+    let files = repo.tracked_at(base)?;
+    let read = |p: &str| -> Option<String> {
+        let bytes = repo.read_at(base, p).ok()??;
+        (bytes.len() <= 1 << 20).then(|| String::from_utf8(bytes).ok())?
+    };
+    let mut globs = configured.to_vec();
+    for g in detect(&files, &read).globs() {
+        if !globs.contains(&g) {
+            globs.push(g);
+        }
+    }
+    Ok(globs)
+}
+
 /// Detects the runners of a repository whose tracked files are `files`;
 /// `read` gives a file's text.
 pub fn detect(files: &[String], read: &dyn Fn(&str) -> Option<String>) -> Model {

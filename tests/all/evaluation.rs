@@ -45,6 +45,7 @@ pub(crate) fn repo() -> DemoRepo {
         "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
     );
     write(&root.join("run_tests.py"), RUNNER);
+    write(&root.join("bin_test.py"), SYMPY_LIKE);
     write(&root.join("tests/__init__.py"), "");
     write(&root.join("tests/test_calc.py"), TESTS);
     write(
@@ -426,12 +427,23 @@ fn an_interpreter_under_home_runs_when_shown_read_only() {
     assert!(out.stderr.contains("--test-ro"), "{}", out.stderr);
 }
 
+/// Prints what sympy's `bin/test --verbose` prints for `tests/test_calc.py`.
+const SYMPY_LIKE: &str = r#"import sys
+from calc import add
+ok = add(1, 2) == 3
+print("tests/test_calc.py[2] ")
+print("test_sub ok")
+print("test_add " + ("ok" if ok else "F"))
+print("== tests finished: %s in 0.01 seconds ==" % ("2 passed," if ok else "1 passed, 1 failed,"))
+sys.exit(0 if ok else 1)
+"#;
+
 /// A runner that writes no JUnit: its log is parsed (sympy's `bin/test`
 /// here), and its output's tail is on record.
 #[test]
 fn a_runner_without_junit_is_read_from_its_log() {
     let repo = repo();
-    let script = "printf 'tests/test_calc.py[2] \\ntest_sub ok\\ntest_add %s\\n' $(python3 -c 'from calc import add; print(\"ok\" if add(1, 2) == 3 else \"F\")'); python3 -c 'from calc import add; exit(0 if add(1, 2) == 3 else 1)'";
+    let script = "python3 bin_test.py";
     let patch = patch_of(&repo, fix);
     let config = tempdir();
     let config_file = config.path().join("agent-ledger.toml");

@@ -213,7 +213,7 @@ fn a_go_test_renamed_to_bak_is_deleted_and_weakened() {
         &record,
         "assertions_not_weakened",
         to,
-        "assertions fell from 2 to 1 (Go",
+        "test `TestBackoff`: assertion `if got := Backoff(30); got != 5000 { t.Fatalf(\"Backoff(30) = %d\", got) }` (line 10 at the base, an exact equality) was removed (Go, compared with `tests/retry_test.go`",
     );
 }
 

@@ -227,3 +227,135 @@ fn a_test_file_that_no_longer_parses_is_reject() {
         &["the test file no longer parses (Python, line 6"],
     );
 }
+
+/// With no `[tests]` table (the built-in globs, which do not reach a mocha
+/// project's `test/*.js`), `check` uses the runners it finds in the base,
+/// as `init` does: a deleted mocha test file and an `it.skip` are `reject`.
+#[test]
+fn without_test_globs_the_runner_model_protects_a_mocha_projects_tests() {
+    let mocha = |root: &Path| {
+        let config = std::fs::read_to_string(root.join("agent-ledger.toml")).unwrap();
+        let config = config.replace("[tests]\nglobs = [\"tests/**\", \"**/test_*.py\"]\n", "");
+        assert!(!config.contains("[tests]"), "{config}");
+        write(&root.join("agent-ledger.toml"), config);
+        write(
+            &root.join("package.json"),
+            "{\"name\": \"web\", \"scripts\": {\"test\": \"mocha\"}, \"devDependencies\": {\"mocha\": \"10\"}}\n",
+        );
+        write(
+            &root.join("test/app.js"),
+            "const assert = require('assert');\n\ndescribe('app', function () {\n  it('adds', function () {\n    assert.strictEqual(1 + 2, 3);\n  });\n});\n",
+        );
+    };
+    let repo = DemoRepo::with(mocha);
+    let deleted = patch_of(&repo, |root| {
+        std::fs::remove_file(root.join("test/app.js")).unwrap()
+    });
+    let record = rejected(&repo, &deleted);
+    assert_miss(&record, "tests_not_deleted", "test/app.js", "");
+    let repo = DemoRepo::with(mocha);
+    let skipped = weakened(&repo, "test/app.js", |t| {
+        t.replace("it('adds'", "it.skip('adds'")
+    });
+    let record = rejected(&repo, &skipped);
+    assert_miss(&record, "assertions_not_weakened", "test/app.js", "");
+}
+
+/// An edit of a test file's text.
+type Edit = fn(&str) -> String;
+
+/// Each edit of the test file `path` (holding `text` at the base) is
+/// `reject`, with an `assertions_not_weakened` finding holding its needle.
+#[track_caller]
+fn each_rejected(path: &str, text: &str, cases: &[(Edit, &str)]) {
+    for (edit, needle) in cases {
+        let repo = DemoRepo::with(|root| write(&root.join(path), text));
+        let patch = weakened(&repo, path, edit);
+        let record = rejected(&repo, &patch);
+        assert_miss(&record, "assertions_not_weakened", path, needle);
+    }
+}
+
+const RS_TEST: &str = "tests/parse.rs";
+const RS: &str = r#"use demo::parse;
+
+#[test]
+fn parses() {
+    let x = parse("a");
+    assert_eq!(x, Some("y"));
+}
+
+#[test]
+#[should_panic(expected = "empty")]
+fn empty_panics() {
+    parse("");
+}
+"#;
+
+/// Rust: an assertion removed beside an added test, a vacuous replacement,
+/// an early `return`, a dropped `#[should_panic]`: each `reject`, naming
+/// the test.
+#[test]
+fn rust_weakened_tests_are_reject() {
+    let cases: [(Edit, &str); 4] = [
+        (
+            |t| {
+                t.replace("    assert_eq!(x, Some(\"y\"));\n", "")
+                    + "\n#[test]\nfn added() {\n    assert_eq!(parse(\"b\"), Some(\"z\"));\n}\n"
+            },
+            "test `parses`: assertion `assert_eq!(x, Some(\"y\"))`",
+        ),
+        (
+            |t| t.replace("assert_eq!(x, Some(\"y\"));", "assert!(x.is_some());"),
+            "weaker",
+        ),
+        (
+            |t| {
+                t.replace(
+                    "    assert_eq!(x, Some(\"y\"));",
+                    "    return;\n    assert_eq!(x, Some(\"y\"));",
+                )
+            },
+            "can no longer fail",
+        ),
+        (
+            |t| t.replace("#[should_panic(expected = \"empty\")]\n", ""),
+            "test `empty_panics`",
+        ),
+    ];
+    each_rejected(RS_TEST, RS, &cases);
+}
+
+const GO_TEST: &str = "tests/calc_test.go";
+const GO: &str = "package calc\n\nimport (\n\t\"testing\"\n\n\t\"github.com/stretchr/testify/assert\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tgot := Add(1, 2)\n\tif got != 3 {\n\t\tt.Errorf(\"Add(1, 2) = %d, want 3\", got)\n\t}\n}\n\nfunc TestSub(t *testing.T) {\n\tassert.Equal(t, 1, Sub(2, 1))\n}\n";
+
+/// Go: a check removed beside an added test, a testify assertion replaced
+/// by a vacuous one, an early `return`: each `reject`, naming the test.
+#[test]
+fn go_weakened_tests_are_reject() {
+    let cases: [(Edit, &str); 3] = [
+        (
+            |t| {
+                t.replace(
+                    "\tif got != 3 {\n\t\tt.Errorf(\"Add(1, 2) = %d, want 3\", got)\n\t}\n",
+                    "\t_ = got\n",
+                ) + "\nfunc TestMore(t *testing.T) {\n\tif Add(2, 2) != 4 {\n\t\tt.Error(\"2 + 2\")\n\t}\n}\n"
+            },
+            "test `TestAdd`: assertion `if got != 3",
+        ),
+        (
+            |t| {
+                t.replace(
+                    "assert.Equal(t, 1, Sub(2, 1))",
+                    "assert.NotNil(t, Sub(2, 1))",
+                )
+            },
+            "weaker",
+        ),
+        (
+            |t| t.replace("\tgot := Add(1, 2)\n", "\tgot := Add(1, 2)\n\treturn\n"),
+            "can no longer fail",
+        ),
+    ];
+    each_rejected(GO_TEST, GO, &cases);
+}

@@ -4,6 +4,7 @@
 
 use crate::evaluation::{F2P, P2P, eval_patch, fix, repo};
 use crate::support::*;
+use std::path::Path;
 
 #[test]
 fn import_batch_and_report_reproduce_the_harness_and_say_where_they_differ() {
@@ -87,21 +88,42 @@ fn import_batch_and_report_reproduce_the_harness_and_say_where_they_differ() {
 
     let ledger = d.join("ledger");
     let cache = cache_dir();
-    let out = run(
-        d,
-        &[
-            "--ledger",
-            ledger.to_str().unwrap(),
-            "batch",
-            "--manifest",
-            "out/manifest.jsonl",
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--format",
-            "json",
-        ],
-    );
+    let batch = || {
+        run(
+            d,
+            &[
+                "--ledger",
+                ledger.to_str().unwrap(),
+                "batch",
+                "--manifest",
+                "out/manifest.jsonl",
+                "--cache-dir",
+                cache.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let out = batch();
     assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
+    // Run again into the same ledger, the batch resumes: every finished
+    // trial is kept as it is, none judged again.
+    let records = |dir: &str| -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+        let mut v: Vec<_> = std::fs::read_dir(ledger.join(dir))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.path(), e.metadata().unwrap().modified().unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = (records("properties"), records("verdicts"));
+    let again = batch();
+    assert_eq!(again.code, 4, "{}\n{}", again.stdout, again.stderr);
+    assert_eq!(again.stdout, out.stdout);
+    assert_eq!((records("properties"), records("verdicts")), before);
     let out = run(
         d,
         &[
@@ -140,6 +162,16 @@ fn import_batch_and_report_reproduce_the_harness_and_say_where_they_differ() {
         "{g:#}"
     );
     assert_eq!(g["total_instances"], 1);
+    // Each required test, with its fate on the base and after.
+    let required = &g["instances"][0]["required"];
+    let add = required
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == F2P)
+        .unwrap_or_else(|| panic!("{g:#}"));
+    assert_eq!(add["list"], "fail_to_pass", "{g:#}");
+    assert_eq!(add["passes"], true, "{g:#}");
     let w = model("org/model-wrong");
     assert_eq!(
         w["unresolved_ids"],
@@ -167,6 +199,146 @@ fn import_batch_and_report_reproduce_the_harness_and_say_where_they_differ() {
         .as_str()
         .unwrap_or_else(|| panic!("{k:#}"));
     assert!(why.contains("assertions_not_weakened"), "{why}");
+
+    // Class 8 (issue 39): a shard brings the good model's run id judged
+    // otherwise: no test command (a green report handed in), no evaluator's
+    // patch, no baseline. Its verdict is `review`; it answers another
+    // question than the manifest's line, and the report refuses it.
+    let good_run = manifest
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["model"] == "model-good")
+        .unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shard = d.join("shard");
+    write(&d.join("good.patch"), &good);
+    write(
+        &d.join("green.xml"),
+        "<testsuites><testsuite name='x'><testcase classname='tests.test_calc.TestCalc' name='test_add'/></testsuite></testsuites>",
+    );
+    write(
+        &d.join("shard.toml"),
+        "schema = 1\n[fixtures]\nnone = \"no data files\"\n",
+    );
+    let shard_arg = shard.to_str().unwrap().to_string();
+    let in_shard = |args: &[&str]| {
+        let mut all = vec!["--ledger", shard_arg.as_str()];
+        all.extend_from_slice(args);
+        run_with_stdin(repo.path(), &all, Some(good.as_bytes()))
+    };
+    in_shard(&["capture", "--run", &good_run, "--body", "-"]).assert_code(0);
+    let green = d.join("green.xml");
+    let config = d.join("shard.toml");
+    in_shard(&[
+        "check",
+        "--run",
+        &good_run,
+        "--base",
+        &repo.base,
+        "--junit",
+        green.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let out = run(
+        d,
+        &[
+            "--ledger",
+            shard.to_str().unwrap(),
+            "report",
+            "--swebench",
+            "shard-report.json",
+            "--manifest",
+            "out/manifest.jsonl",
+        ],
+    );
+    assert_eq!(out.code, 65, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&good_run) && out.stderr.contains("test command"),
+        "{}",
+        out.stderr
+    );
+    assert!(!d.join("shard-report.json").exists());
+    // `merge --manifest` refuses the same shard, and takes the honest one.
+    let merged = d.join("merged");
+    let merge = |source: &Path| {
+        run(
+            d,
+            &[
+                "merge",
+                "--into",
+                merged.to_str().unwrap(),
+                "--manifest",
+                "out/manifest.jsonl",
+                source.to_str().unwrap(),
+            ],
+        )
+    };
+    let out = merge(&shard);
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains(&good_run), "{}", out.stderr);
+    assert!(!merged.join("properties").exists());
+    merge(&ledger).assert_code(0);
+
+    // A verdict file edited to `review` beside records that say `reject`:
+    // reports count it as no verdict, and merge refuses it.
+    let wrong_run = manifest
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["model"] == "org/model-wrong")
+        .unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let edited = d.join("edited");
+    copy_dir(&ledger, &edited);
+    let verdict_file = edited.join(format!("verdicts/{wrong_run}.json"));
+    let mut verdict: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&verdict_file).unwrap()).unwrap();
+    verdict["verdict"] = "review".into();
+    verdict["exit_code"] = 0.into();
+    std::fs::remove_file(&verdict_file).unwrap();
+    write(&verdict_file, serde_json::to_vec_pretty(&verdict).unwrap());
+    let _ = std::fs::remove_file(edited.join(format!("signatures/{wrong_run}.dsse.json")));
+    let out = run(
+        d,
+        &[
+            "--ledger",
+            edited.to_str().unwrap(),
+            "report",
+            "--swebench",
+            "edited-report.json",
+            "--manifest",
+            "out/manifest.jsonl",
+        ],
+    );
+    // Written, and failing: a broken chain is reported, not trusted.
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains(&wrong_run), "{}", out.stderr);
+    let edited_report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("edited-report.json")).unwrap()).unwrap();
+    let w = edited_report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == "org/model-wrong")
+        .unwrap();
+    assert_eq!(w["resolved_instances"], 0, "{w:#}");
+    assert_eq!(w["error_ids"], serde_json::json!(["calc__calc-1"]), "{w:#}");
+    let out = run(
+        d,
+        &[
+            "merge",
+            "--into",
+            d.join("merged2").to_str().unwrap(),
+            edited.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 65, "{}", out.stderr);
+    assert!(out.stderr.contains(&wrong_run), "{}", out.stderr);
 }
 
 #[test]
@@ -248,7 +420,7 @@ fn the_readmes_import_configuration_loads() {
     write(&dir.path().join("swebench.toml"), toml);
     let config =
         agent_ledger::swebench::ImportConfig::load(&dir.path().join("swebench.toml")).unwrap();
-    assert_eq!(config.specs.len(), 2);
+    assert_eq!(config.specs.len(), 3);
 }
 
 // `{version}` and `{instance_id}` went into the test command unquoted, so
@@ -354,4 +526,52 @@ fn models_whose_names_end_alike_get_distinct_runs() {
         "{}",
         out.stderr
     );
+}
+
+/// Paths in the import configuration are relative to that file, not to
+/// where the command runs, and the command `import` prints is the one to
+/// run: its ledger beside the manifest, not in the shared clone.
+#[test]
+fn a_relative_checkout_is_read_from_the_configurations_directory() {
+    let dir = tempdir();
+    let d = dir.path();
+    write(
+        &d.join("data/dataset.jsonl"),
+        "{\"instance_id\":\"a__a-1\",\"repo\":\"a/a\",\"base_commit\":\"0\",\"test_patch\":\"\",\"FAIL_TO_PASS\":[],\"PASS_TO_PASS\":[]}\n",
+    );
+    write(
+        &d.join("data/preds.jsonl"),
+        "{\"instance_id\": \"a__a-1\", \"model_name_or_path\": \"m\", \"model_patch\": \"\"}\n",
+    );
+    write(
+        &d.join("conf/c.toml"),
+        "schema = 1\ncheckout = \"../repos/{name}\"\n[[spec]]\nrepo = \"a/a\"\ntest_cmd = \"pytest {test_files}\"\n",
+    );
+    let out = run(
+        d,
+        &[
+            "swebench",
+            "import",
+            "--dataset",
+            "data/dataset.jsonl",
+            "--predictions",
+            "data/preds.jsonl",
+            "--config",
+            "conf/c.toml",
+            "--out",
+            "eval",
+        ],
+    );
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains("agent-ledger --ledger eval/ledger batch --manifest eval/manifest.jsonl"),
+        "{}",
+        out.stdout
+    );
+    let manifest = std::fs::read_to_string(d.join("eval/manifest.jsonl")).unwrap();
+    let line: serde_json::Value = serde_json::from_str(manifest.lines().next().unwrap()).unwrap();
+    let repo = std::path::PathBuf::from(line["repo"].as_str().unwrap());
+    assert!(repo.is_absolute(), "{manifest}");
+    assert_eq!(repo, d.join("conf/../repos/a"), "{manifest}");
 }

@@ -111,6 +111,146 @@ enum IdList {
     Encoded(String),
 }
 
+impl ManifestLine {
+    /// The evaluator's test patch the line names, read (`None` without
+    /// one).
+    pub fn eval_patch(&self) -> Result<Option<crate::evaluation::TestPatch>> {
+        Ok(match &self.eval_patch {
+            Some(text) if text.contains('\n') => Some(crate::evaluation::TestPatch::new(
+                text.clone().into_bytes(),
+                "the manifest's inline `eval_patch`",
+            )?),
+            Some(file) => {
+                let path = PathBuf::from(file);
+                Some(crate::evaluation::TestPatch::new(
+                    crate::input::read_file(&path, crate::input::BODY_CAP)?,
+                    path.display().to_string(),
+                )?)
+            }
+            None => None,
+        })
+    }
+
+    /// How a run of this line was judged otherwise than the line says:
+    /// another body (`receipt`, the run's transcript receipt), base, test
+    /// command, log parser, report, evaluator's patch or required tests, or
+    /// no baseline for an evaluation. A shard's records are the shard's
+    /// word: a report that counts a run against this line must first see
+    /// it answers this line. Not compared, as no record holds them:
+    /// `test_ro` and `test_env`.
+    pub fn disagreement(
+        &self,
+        record: &crate::record::PropertyRecord,
+        receipt: Option<&crate::record::TranscriptReceipt>,
+    ) -> Result<Option<String>> {
+        let digest = |path: &Path| -> Result<String> {
+            Ok(crate::digest::sha256_hex(&crate::input::read_file(
+                path,
+                crate::input::BODY_CAP,
+            )?))
+        };
+        if let (Some(body), Some(receipt)) = (&self.body, receipt) {
+            let stored = receipt.response.as_ref().unwrap_or(&receipt.body);
+            if stored.sha256 != digest(body)? {
+                return Ok(Some(format!(
+                    "its captured body (sha256 {}) is not the line's `{}`",
+                    stored.sha256,
+                    body.display()
+                )));
+            }
+        }
+        let hex = self.base.len() >= 7 && self.base.bytes().all(|b| b.is_ascii_hexdigit());
+        let same_base = if hex {
+            record
+                .base_revision
+                .starts_with(&self.base.to_ascii_lowercase())
+        } else {
+            crate::git::Repo::open(&self.repo)
+                .and_then(|r| r.resolve_commit(&self.base))
+                .is_ok_and(|c| c == record.base_revision)
+        };
+        if !same_base {
+            return Ok(Some(format!(
+                "it was judged on base `{}`, the line names `{}`{}",
+                record.base_revision,
+                self.base,
+                if hex {
+                    ""
+                } else {
+                    " (resolved in the line's `repo`, where it must resolve)"
+                }
+            )));
+        }
+        if let Some(junit) = &self.junit {
+            let want = digest(junit)?;
+            if record.junit.as_ref().map(|j| &j.sha256) != Some(&want) {
+                return Ok(Some(format!(
+                    "its report is not the line's `{}`",
+                    junit.display()
+                )));
+            }
+        }
+        let run = record.test_run.as_ref();
+        if run.map(|r| &r.command) != self.test_cmd.as_ref() {
+            return Ok(Some(format!(
+                "it was judged with test command {}, the line names {}",
+                run.map_or("none".into(), |r| format!("`{}`", r.command)),
+                self.test_cmd
+                    .as_ref()
+                    .map_or("none".into(), |c| format!("`{c}`"))
+            )));
+        }
+        if let Some(run) = run
+            && run.stopped.is_none()
+            && run.log_parser != self.log_parser
+        {
+            return Ok(Some(format!(
+                "its output was read with log parser {}, the line names {}",
+                run.log_parser.map_or("none", |p| p.as_str()),
+                self.log_parser.map_or("none", |p| p.as_str())
+            )));
+        }
+        let patch = self.eval_patch()?;
+        let evaluation = record.evaluation.as_ref();
+        let recorded = evaluation.and_then(|e| e.patch.as_ref()).map(|p| &p.sha256);
+        if recorded != patch.as_ref().map(|p| &p.sha256) {
+            return Ok(Some(format!(
+                "it was judged with evaluator's patch {}, the line's is {}",
+                recorded.map_or("none".into(), |s| format!("sha256 {s}")),
+                patch
+                    .as_ref()
+                    .map_or("none".into(), |p| format!("sha256 {}", p.sha256))
+            )));
+        }
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let required = evaluation.map(|e| e.required.clone()).unwrap_or_default();
+        for (list, judged, line) in [
+            ("fail_to_pass", &required.fail_to_pass, &self.fail_to_pass),
+            ("pass_to_pass", &required.pass_to_pass, &self.pass_to_pass),
+            ("require_pass", &required.require_pass, &self.require_pass),
+        ] {
+            if sorted(judged) != sorted(line) {
+                return Ok(Some(format!(
+                    "it was judged with {} `{list}` tests, the line requires {}",
+                    judged.len(),
+                    line.len()
+                )));
+            }
+        }
+        if patch.is_some() && run.is_some_and(|r| r.baseline.is_none()) {
+            return Ok(Some(
+                "it was judged without a run on the base revision (`--no-test-baseline`), so what failed there is unknown".into(),
+            ));
+        }
+        Ok(None)
+    }
+}
+
 fn id_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
     match IdList::deserialize(d)? {
         IdList::List(l) => Ok(l),

@@ -399,6 +399,9 @@ fn one(
                 "run `{run}` has no receipt: its live capture was refused (see above)"
             )));
         }
+        if let Some(v) = finished(&ledger, &run, l)? {
+            return Ok((v, ledger));
+        }
         return check_trial(
             l,
             run,
@@ -422,7 +425,11 @@ fn one(
         None => BodyFormat::Raw,
     };
     let extract = l.extract;
-    if !already_captured(&ledger, &run, &body)? {
+    let captured = already_captured(&ledger, &run, &body)?;
+    if captured && let Some(v) = finished(&ledger, &run, l)? {
+        return Ok((v, ledger));
+    }
+    if !captured {
         capture(
             &ledger,
             CaptureInput {
@@ -488,20 +495,7 @@ fn check_trial(
     let env = crate::resolve::test_env(&l.test_env, &tests_config.env)?;
     let mut read_only = tests_config.read_only.clone();
     read_only.extend(l.test_ro.iter().cloned());
-    let eval_patch = match &l.eval_patch {
-        Some(text) if text.contains('\n') => Some(crate::evaluation::TestPatch::new(
-            text.clone().into_bytes(),
-            "the manifest's inline `eval_patch`",
-        )?),
-        Some(file) => {
-            let path = PathBuf::from(file);
-            Some(crate::evaluation::TestPatch::new(
-                crate::input::read_file(&path, crate::input::BODY_CAP)?,
-                path.display().to_string(),
-            )?)
-        }
-        None => None,
-    };
+    let eval_patch = l.eval_patch()?;
     let evaluation = crate::resolve::evaluation(
         eval_patch,
         crate::record::RequiredTests {
@@ -542,6 +536,32 @@ fn check_trial(
     let tree = bases.get(&spec.repo, &base)?;
     let checked = check_on(&spec, sandbox, Some(&tree))?;
     Ok((checked.verdict.verdict, spec.ledger))
+}
+
+/// The verdict of a run this line already judged (a batch run again into
+/// the same ledger resumes: finished trials are kept, not re-run). Its
+/// records must hold together and its property record must answer this
+/// line (`ManifestLine::disagreement`); one judged otherwise is refused
+/// (73), never overwritten. `None` when the run has no verdict yet.
+fn finished(ledger: &Ledger, run: &RunId, l: &ManifestLine) -> Result<Option<Verdict>> {
+    let records = crate::chain::read_run(ledger, run)?;
+    let Some(verdict) = records.verdict else {
+        return Ok(None);
+    };
+    if let Some(props) = &records.properties
+        && let Some(why) = l.disagreement(
+            &props.record,
+            records.transcript.as_ref().map(|t| &t.loaded.record),
+        )?
+    {
+        return Err(Error::Exists {
+            path: props.path.clone(),
+            hint: format!(
+                "run `{run}` was judged before, otherwise than this line says ({why}); a new judgement is a new run id"
+            ),
+        });
+    }
+    Ok(Some(verdict.record.verdict))
 }
 
 /// True when the run's receipt exists and stores this very body (a batch

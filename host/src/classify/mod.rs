@@ -36,6 +36,39 @@ pub fn classify(run: &RunId, records: &Records) -> Result<VerdictRecord> {
     Ok(verdict_of(run, records))
 }
 
+/// Whether a run's stored verdict is the one its records give (what
+/// `verify` checks): a verdict file edited, or written beside records that
+/// say otherwise, is not a verdict a report or a merge counts.
+pub fn stored_verdict_follows(
+    run: &RunId,
+    records: &crate::chain::RunRecords,
+) -> std::result::Result<(), String> {
+    let Some(stored) = &records.verdict else {
+        return Ok(());
+    };
+    let mut derived = verdict_of(
+        run,
+        &Records {
+            transcript: records.transcript.as_ref().map(|t| t.loaded.clone()),
+            lock: records.lock.clone(),
+            properties: records.properties.clone(),
+        },
+    );
+    // Verdicts written before the token ledger have none.
+    if stored.record.tokens.is_none() {
+        derived.tokens = None;
+    }
+    if derived == stored.record {
+        Ok(())
+    } else {
+        Err(format!(
+            "its verdict file says `{}`, but its records give `{}`",
+            stored.record.verdict.as_str(),
+            derived.verdict.as_str()
+        ))
+    }
+}
+
 /// The verdict the rules give, for records whose chain is already checked.
 pub fn verdict_of(run: &RunId, records: &Records) -> VerdictRecord {
     let (verdict, reasons) = rules(records);
@@ -234,6 +267,12 @@ fn rules(r: &Records) -> (Verdict, Vec<Reason>) {
         };
         match prop.outcome {
             Outcome::Holds => {}
+            Outcome::Miss if prop.name == crate::replay::RUNNER_INTEGRITY => {
+                reasons.push(Reason::new(
+                    ReasonCode::RunnerSubverted,
+                    format!("the test results are not the runner's account: {}", why()),
+                ))
+            }
             Outcome::Miss => reasons.push(Reason::new(
                 ReasonCode::PropertyMiss,
                 format!("property `{}` missed: {}", prop.name, why()),

@@ -17,6 +17,12 @@ pub struct MergeArgs {
     /// compared with its run's records, but its bytes are not checked.
     #[arg(long = "trusted-key", value_name = "FILE")]
     pub trusted_keys: Vec<PathBuf>,
+    /// The batch manifest the shards ran: every run a source brings must be
+    /// one of its lines and must have been judged as that line says (base,
+    /// test command, log parser, evaluator's patch, required tests, a
+    /// baseline for an evaluation); a mismatch is refused, naming the run.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -28,7 +34,12 @@ impl MergeArgs {
             .iter()
             .map(|k| crate::sign::load_verifying(k))
             .collect::<Result<Vec<_>>>()?;
-        let merged = crate::merge::merge(&self.into, &self.sources, &trusted)?;
+        let merged = crate::merge::merge(
+            &self.into,
+            &self.sources,
+            &trusted,
+            self.manifest.as_deref(),
+        )?;
         output::emit(self.output.format, &merged, || {
             format!(
                 "merged into {}: {} file(s) copied, {} already there\n",

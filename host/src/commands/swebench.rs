@@ -71,7 +71,7 @@ impl ImportArgs {
                 .map(|r| format!(" --manifest-root {}", output::inert(r)))
                 .collect();
             format!(
-                "wrote {} with {} trial(s) of {} model(s) ({} empty patch(es){}); run it with `agent-ledger batch --manifest {}{roots}`\n",
+                "wrote {} with {} trial(s) of {} model(s) ({} empty patch(es){}); run it with `agent-ledger --ledger {} batch --manifest {}{roots}`\n",
                 output::inert(&imported.manifest),
                 imported.trials,
                 imported.models.len(),
@@ -81,6 +81,7 @@ impl ImportArgs {
                 } else {
                     format!(", {} skipped", imported.skipped.len())
                 },
+                output::inert(&self.out.join("ledger").display().to_string()),
                 output::inert(&imported.manifest),
             )
         })?;

@@ -90,7 +90,18 @@ pub struct Parsed {
     pub disagreement: Option<String>,
 }
 
-/// What `parser` reads in `log`.
+impl LogParser {
+    /// Whether the runner writes its results to stderr (unittest's
+    /// `TextTestRunner`, so Django's `runtests.py`); pytest and sympy's
+    /// `bin/test` write to stdout. Only that stream is read: what the code
+    /// under test writes to the other one is never a result.
+    pub fn reads_stderr(self) -> bool {
+        matches!(self, LogParser::Django)
+    }
+}
+
+/// What `parser` reads in `log` (the runner's own stream,
+/// [`LogParser::reads_stderr`]).
 pub fn read(parser: LogParser, log: &[u8]) -> Result<Parsed> {
     let text = String::from_utf8_lossy(log);
     let cases = match parser {
@@ -215,21 +226,33 @@ fn django_lines(text: &str) -> (Vec<Logged>, u64) {
     let mut out = Vec::new();
     let mut failing = 0;
     let mut pending: Option<(String, String)> = None;
+    // The test whose line opened last, and how it was read: a subtest's
+    // failure counts only right under its own test, while that test is
+    // open or failing (a subtest line printed under a test read as passed
+    // is not the runner's).
+    let mut last: Option<(String, Option<Seen>)> = None;
     for line in text.lines() {
         let (left, status) = match line.rsplit_once(" ... ") {
             Some((l, s)) => (l, unittest_status(s)),
             None => (line, None),
         };
         if let Some(id) = unittest_id(left) {
+            last = Some((id.1.clone(), None));
             pending = Some(id);
         }
-        let attributed = pending.is_some() || is_subtest(left);
-        if status == Some(Seen::Failed) && attributed {
+        let subtest = subtest_of(left).is_some_and(|name| {
+            last.as_ref()
+                .is_some_and(|(n, seen)| n == name && matches!(seen, None | Some(Seen::Failed)))
+        });
+        if status == Some(Seen::Failed) && (pending.is_some() || subtest) {
             failing += 1;
         }
         if let Some(seen) = status
             && let Some((classname, name)) = pending.take()
         {
+            if let Some(l) = last.as_mut().filter(|(n, _)| *n == name) {
+                l.1 = Some(seen);
+            }
             out.push(Logged {
                 classname,
                 name,
@@ -240,19 +263,14 @@ fn django_lines(text: &str) -> (Vec<Logged>, u64) {
     (out, failing)
 }
 
-/// A subtest's description: `test_x (module.Class[.test_x]) [msg]` or
-/// `… (param=1)`.
-fn is_subtest(s: &str) -> bool {
-    let s = s.trim();
-    let Some((name, rest)) = s.split_once(" (") else {
-        return false;
-    };
-    let Some((inner, tail)) = rest.split_once(") ") else {
-        return false;
-    };
-    is_ident(name)
-        && !inner.contains(' ')
-        && (tail.starts_with('[') || tail.starts_with('('))
+/// The test a subtest's description names: `  test_x (module.Class[.test_x])
+/// [msg]` or `… (param=1)`, indented by the runner.
+fn subtest_of(s: &str) -> Option<&str> {
+    let s = s.strip_prefix("  ")?;
+    let (name, rest) = s.split_once(" (")?;
+    let (inner, tail) = rest.split_once(") ")?;
+    (is_ident(name) && !inner.contains(' ') && (tail.starts_with('[') || tail.starts_with('(')))
+        .then_some(name)
 }
 
 /// The last short summary block only: earlier ones are captured output
@@ -409,7 +427,12 @@ mod tests {
                 ("testing.test_a.T::test_y".into(), Seen::Failed),
             ]
         );
-        assert!(read(LogParser::Pytest, b"nothing").unwrap().report.is_none());
+        assert!(
+            read(LogParser::Pytest, b"nothing")
+                .unwrap()
+                .report
+                .is_none()
+        );
         let xml = read(LogParser::Sympy, b"a.py[1]\ntest_q ok\n")
             .unwrap()
             .report

@@ -133,6 +133,17 @@ pub struct LockedEvaluation {
     pub files: Vec<LockEntry>,
     /// Every path the patch touches, sorted.
     pub paths: Vec<String>,
+    /// The configuration's test globs when the lock was taken, and test
+    /// directories at any depth (`**/tests/**`, `**/test/**`,
+    /// `**/testing/**`): in every
+    /// tree the test command runs in, each path under them that the
+    /// agent's patch changed is reset to the base revision before the
+    /// evaluator's patch is applied, so the evaluator's tests run against
+    /// the agent's source and nothing else the agent wrote (its test data
+    /// included). Absent in locks written before it, which reset only
+    /// `paths`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test_globs: Vec<String>,
 }
 
 impl Record for FixtureLock {

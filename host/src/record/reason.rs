@@ -123,6 +123,11 @@ pub enum ReasonCode {
     EndpointCoupled,
     /// `reject`: the property record lists no property.
     NoProperties,
+    /// `reject`: the test command's results are not the runner's own
+    /// account: what was read from its log or report disagrees with the
+    /// runner's closing count, or that count is missing or printed twice
+    /// (the host-side property `runner_integrity`).
+    RunnerSubverted,
     /// `reject`: a property missed (one reason per property).
     PropertyMiss,
     /// `reject`: a property failed to run (one reason per property).

@@ -18,9 +18,10 @@ pub struct Evaluation {
     /// The paths the evaluator's patch touches, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
-    /// The paths the agent's patch changed that the evaluator's patch
-    /// replaced before the tests ran (also findings of the host-side
-    /// property `evaluator_files`).
+    /// The paths the agent's patch changed that were replaced before the
+    /// tests ran: the evaluator's patch's, and every other path under the
+    /// locked test globs (reset to the base); also findings of the
+    /// host-side property `evaluator_files`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_overwritten: Vec<String>,
     /// The tests that decide.
@@ -166,6 +167,13 @@ pub struct TestRun {
     /// records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<StoredFile>,
+    /// Why the run's results are not the runner's own account: what was
+    /// read from its log (or its report) disagrees with the runner's
+    /// closing count, or that count is missing or printed twice. Any entry
+    /// makes the host-side property `runner_integrity` miss and the trial
+    /// `reject` with `runner_subverted`. Empty is omitted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subverted: Vec<String>,
 }
 
 /// The test command's run on the base revision: the suite as the trusted

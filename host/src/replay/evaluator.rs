@@ -17,7 +17,8 @@ pub const EVALUATOR_FILES: &str = "evaluator_files";
 pub(super) fn evaluator_files(
     evaluation: &mut crate::record::Evaluation,
     changes: &[Change],
-) -> PropertyResult {
+    test_globs: &[String],
+) -> crate::exit::Result<PropertyResult> {
     let mut overwritten: Vec<String> = changes
         .iter()
         .flat_map(|c| std::iter::once(&c.path).chain(c.old_path.as_ref()))
@@ -33,6 +34,16 @@ pub(super) fn evaluator_files(
     let mut shadows: Vec<(String, String)> = Vec::new();
     let mut redirects: Vec<(String, String)> = Vec::new();
     let mut bytecode: Vec<String> = Vec::new();
+    // Every other path under the test globs the agent changed is reset to
+    // the base before the tests run (`evaluation::install`).
+    let changed: Vec<String> = changes
+        .iter()
+        .flat_map(|c| std::iter::once(c.path.clone()).chain(c.old_path.clone()))
+        .collect();
+    let reset: Vec<String> = crate::evaluation::under_test_globs(test_globs, &changed)?
+        .into_iter()
+        .filter(|p| evaluation.paths.binary_search(p).is_err())
+        .collect();
     for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
         if let Some(e) = evaluation.paths.iter().find(|e| shadows_path(&c.path, e)) {
             shadows.push((c.path.clone(), e.clone()));
@@ -66,6 +77,12 @@ pub(super) fn evaluator_files(
             frozen: true,
         })
         .collect();
+    result.findings.extend(reset.iter().map(|p| Finding {
+        path: p.clone(),
+        line: None,
+        message: "the agent's patch changes this path under the test globs, which is reset to the base revision (with the evaluator's test patch) before the tests run: the evaluator's tests ran against the agent's source only".into(),
+        frozen: true,
+    }));
     let miss = |path: String, message: String| Finding {
         path,
         line: None,
@@ -89,8 +106,11 @@ pub(super) fn evaluator_files(
         result.outcome = Outcome::Miss;
         result.findings.sort();
     }
+    overwritten.extend(reset);
+    overwritten.sort();
+    overwritten.dedup();
     evaluation.agent_overwritten = overwritten;
-    result
+    Ok(result)
 }
 
 /// Whether `path` would be loaded instead of the evaluator's file `eval`

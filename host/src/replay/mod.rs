@@ -217,6 +217,10 @@ fn needs_report(p: &PropertyConfig) -> bool {
 /// stopped or wrote no report.
 pub const TEST_COMMAND: &str = "test_command";
 
+/// The host-side property that fails a trial whose test results are not
+/// the runner's own account (`TestRun::subverted`).
+pub const RUNNER_INTEGRITY: &str = "runner_integrity";
+
 /// One replay in progress: the spec and what it has read so far.
 struct Session<'r, 'a> {
     spec: &'r Replay<'a>,
@@ -347,12 +351,19 @@ impl Session<'_, '_> {
             return Ok(record);
         }
         record.properties.push(applies);
+        let test_globs = spec
+            .lock
+            .record
+            .evaluation
+            .as_ref()
+            .map(|e| e.test_globs.clone())
+            .unwrap_or_default();
         if let Some(evaluation) = &mut record.evaluation
             && !evaluation.paths.is_empty()
         {
             record
                 .properties
-                .push(evaluator_files(evaluation, &changes));
+                .push(evaluator_files(evaluation, &changes, &test_globs)?);
         }
 
         // Drift: the fixtures are compared before any property is trusted.
@@ -381,10 +392,14 @@ impl Session<'_, '_> {
             base: base_mount,
             inputs: &inputs,
         };
+        let test_globs =
+            crate::runners::effective_globs(spec.repo, spec.base, &spec.config.config.tests.globs)?
+                .join("\n");
         let stage = property::Stage {
             base_tree,
             mounts: &mounts,
             unseen: &unseen,
+            test_globs: &test_globs,
         };
         let trial = TrialInput {
             run_id: spec.run.to_string(),
@@ -478,6 +493,24 @@ impl Session<'_, '_> {
                     (None, Some(_)) => None,
                 }
             });
+        let subverted = test_run
+            .as_ref()
+            .filter(|r| !r.subverted.is_empty())
+            .map(|run| {
+                let mut result = property::host_result(RUNNER_INTEGRITY);
+                result.outcome = Outcome::Miss;
+                result.findings = run
+                    .subverted
+                    .iter()
+                    .map(|why| Finding {
+                        path: String::new(),
+                        line: None,
+                        message: format!("runner_subverted: {why}"),
+                        frozen: false,
+                    })
+                    .collect();
+                result
+            });
         let second_spec = spec.with_report(junit, test_run, base_junit);
         let second_session = Session {
             spec: &second_spec,
@@ -495,6 +528,7 @@ impl Session<'_, '_> {
             };
             record.properties.extend(next);
         }
+        record.properties.extend(subverted);
         if let Some(message) = complaint {
             let mut result = property::host_result(TEST_COMMAND);
             result.outcome = Outcome::Error;

@@ -23,6 +23,8 @@ pub(super) struct Stage<'a> {
     pub base_tree: &'a Checkout,
     pub mounts: &'a Mounts<'a>,
     pub unseen: &'a [std::path::PathBuf],
+    /// The test globs, one per line (`runners::effective_globs`).
+    pub test_globs: &'a str,
 }
 
 impl Session<'_, '_> {
@@ -38,6 +40,7 @@ impl Session<'_, '_> {
             base_tree,
             mounts,
             unseen,
+            test_globs,
         } = *stage;
         let spec = self.spec;
         let mut result = host_result(&p.name);
@@ -45,7 +48,7 @@ impl Session<'_, '_> {
         let mut config: BTreeMap<String, String> = p.config.clone();
         config
             .entry("test_globs".into())
-            .or_insert_with(|| spec.config.config.tests.globs.join("\n"));
+            .or_insert_with(|| test_globs.to_string());
         config
             .entry("frozen".into())
             .or_insert_with(|| frozen.join("\n"));

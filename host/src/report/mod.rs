@@ -138,6 +138,11 @@ pub struct Trial {
     pub patched: Vec<String>,
     /// What the HTML report shows of the trial beside its verdict.
     pub about: About,
+    /// The property record, when there is one and the chain holds: what
+    /// `report --swebench` compares with the manifest's line.
+    pub record: Option<Box<crate::record::PropertyRecord>>,
+    /// The transcript receipt, likewise.
+    pub receipt: Option<Box<crate::record::TranscriptReceipt>>,
 }
 
 /// A trial's inputs, for people: the repository, the base it was judged
@@ -181,6 +186,8 @@ impl Trial {
             properties: Vec::new(),
             patched: Vec::new(),
             about: About::default(),
+            record: None,
+            receipt: None,
         }
     }
 }
@@ -237,6 +244,9 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
         Ok(r) => r,
         Err(e) => return Trial::broken(run, e.to_string()),
     };
+    if let Err(why) = crate::classify::stored_verdict_follows(&id, &records) {
+        return Trial::broken(run, why);
+    }
     let mut patched: Vec<String> = Vec::new();
     let mut about = About {
         base: records
@@ -273,9 +283,11 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
             }
         }
     }
-    let properties = records
-        .properties
-        .map(|p| p.record.properties)
+    let record = records.properties.map(|p| Box::new(p.record));
+    let receipt = records.transcript.map(|t| Box::new(t.loaded.record));
+    let properties = record
+        .as_ref()
+        .map(|r| r.properties.clone())
         .unwrap_or_default();
     let (status, reasons) = match records.verdict {
         Some(v) => (TrialStatus::of(v.record.verdict), v.record.reasons),
@@ -288,6 +300,8 @@ fn read_trial(ledger: &Ledger, run: &str) -> Trial {
         properties,
         patched,
         about,
+        record,
+        receipt,
     }
 }
 

@@ -56,6 +56,8 @@ pub fn trials() -> Vec<Trial> {
                 patch: Some(format!("diff --git a/x b/x\n+{HOSTILE}\n")),
                 test_ms: Some(1_500),
             },
+            record: None,
+            receipt: None,
         },
         Trial {
             run_id: "bad".into(),
@@ -77,6 +79,8 @@ pub fn trials() -> Vec<Trial> {
             ],
             patched: vec!["tests/test_retry.py".into()],
             about: About::default(),
+            record: None,
+            receipt: None,
         },
         Trial {
             run_id: "cut".into(),
@@ -88,6 +92,8 @@ pub fn trials() -> Vec<Trial> {
             properties: vec![],
             patched: vec!["src/cut.py".into()],
             about: About::default(),
+            record: None,
+            receipt: None,
         },
         Trial {
             run_id: "pending".into(),
@@ -96,6 +102,8 @@ pub fn trials() -> Vec<Trial> {
             properties: vec![],
             patched: vec![],
             about: About::default(),
+            record: None,
+            receipt: None,
         },
         Trial::broken("tampered", "field `lock_sha256` names another lock".into()),
     ]

@@ -388,7 +388,11 @@ pub fn import(
     let instances = read_dataset(dataset)?;
     let preds = read_predictions(predictions)?;
     let config = ImportConfig::load(config_path)?;
-    let config_dir = config_path.parent().unwrap_or(Path::new("."));
+    // Paths in the configuration are relative to it, wherever the command
+    // runs; the manifest holds them absolute (its own relative paths are
+    // relative to the manifest, elsewhere).
+    let absolute = std::path::absolute(config_path).map_err(|e| Error::read(config_path, e))?;
+    let config_dir = absolute.parent().unwrap_or(Path::new("/"));
     let manifest = out.join("manifest.jsonl");
     if manifest.symlink_metadata().is_ok() {
         return Err(Error::Exists {

@@ -65,6 +65,12 @@ pub struct InstanceReport {
     /// none were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped_ids: Option<String>,
+    /// Each required test (`FAIL_TO_PASS`, `PASS_TO_PASS`, `require_pass`)
+    /// as the property record has it: its list, how it fared on the base
+    /// and after the patch, and whether it passes. Empty without a test
+    /// report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<crate::record::RequiredOutcome>,
 }
 
 /// The properties whose miss alone can make a resolved instance ours to
@@ -109,8 +115,22 @@ pub fn run_report(
                 reasons: vec!["no record of this run in the ledger".into()],
                 differs_by_design: None,
                 dropped_ids: None,
+                required: Vec::new(),
             },
-            Some(t) => instance_report(instance, t),
+            Some(t) => {
+                if let Some(record) = &t.record
+                    && let Some(why) = line.disagreement(record, t.receipt.as_deref())?
+                {
+                    return Err(Error::data(
+                        manifest,
+                        format!(
+                            "line {n}: run `{}` does not answer this line: {why}; judge it again from this manifest (`batch`)",
+                            line.run
+                        ),
+                    ));
+                }
+                instance_report(instance, t)
+            }
         };
         let mut report = report;
         if !line.dropped_ids.is_empty() {
@@ -217,5 +237,11 @@ fn instance_report(instance: &str, t: &crate::report::Trial) -> InstanceReport {
             .collect(),
         differs_by_design,
         dropped_ids: None,
+        required: t
+            .record
+            .as_ref()
+            .and_then(|r| r.tests.as_ref())
+            .map(|tests| tests.required.clone())
+            .unwrap_or_default(),
     }
 }
