@@ -39,7 +39,7 @@ pub(crate) mod test_tree;
 mod trees;
 mod unseen;
 
-use test_report::{failed_but_reported_green, no_report};
+use test_report::{complaint, runner_integrity};
 pub use trees::{BaseTree, Baseline, TrialTrees};
 
 pub use test_cmd::{
@@ -466,51 +466,8 @@ impl Session<'_, '_> {
         record.base_junit = base_junit.as_ref().map(|(stored, _)| stored.clone());
         record.test_run = test_run.clone();
         record.tests = self.transitions(junit.as_ref(), base_junit.as_ref())?;
-        let complaint = test_run
-            .as_ref()
-            .and_then(|run| match (&run.stopped, &junit) {
-                (Some(why), _) => Some(format!(
-                    "the test command was stopped ({why}) before it finished"
-                )),
-                (None, None) => Some(no_report(run)),
-                (None, Some(_)) if run.exit_code.is_none() => Some(
-                    "the test command was killed by a signal before it exited: its report is not the runner's account".into(),
-                ),
-                (None, Some((_, bytes))) => failed_but_reported_green(run, bytes),
-            })
-            .or_else(|| {
-                // A baseline that was asked for and gave no report leaves
-                // `tests_pass` nothing to compare with: not a quiet pass
-                // (another run beside it could starve it on purpose).
-                let baseline = test_run.as_ref()?.baseline.as_ref()?;
-                match (&baseline.stopped, &base_junit) {
-                    (Some(why), _) => Some(format!(
-                        "the test command was stopped ({why}) on the base revision, so the tests that passed there are unknown; `--no-test-baseline` judges without them"
-                    )),
-                    (None, None) => Some(
-                        "the test command wrote no report on the base revision, so the tests that passed there are unknown; `--no-test-baseline` judges without them".into(),
-                    ),
-                    (None, Some(_)) => None,
-                }
-            });
-        let subverted = test_run
-            .as_ref()
-            .filter(|r| !r.subverted.is_empty())
-            .map(|run| {
-                let mut result = property::host_result(RUNNER_INTEGRITY);
-                result.outcome = Outcome::Miss;
-                result.findings = run
-                    .subverted
-                    .iter()
-                    .map(|why| Finding {
-                        path: String::new(),
-                        line: None,
-                        message: format!("runner_subverted: {why}"),
-                        frozen: false,
-                    })
-                    .collect();
-                result
-            });
+        let complaint = complaint(test_run.as_ref(), junit.as_ref(), base_junit.as_ref());
+        let subverted = runner_integrity(test_run.as_ref());
         let second_spec = spec.with_report(junit, test_run, base_junit);
         let second_session = Session {
             spec: &second_spec,

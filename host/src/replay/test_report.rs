@@ -1,7 +1,7 @@
 //! What the test command's run says when its report cannot be believed:
 //! no report at all, or a green report from a command that failed.
 
-use crate::record::TestRun;
+use crate::record::{Finding, Outcome, PropertyResult, StoredFile, TestRun};
 
 /// Why a run that wrote no report is not judged: its exit status, the last
 /// lines it printed, and, when the shell did not find the command, what
@@ -52,4 +52,60 @@ pub(super) fn failed_but_reported_green(run: &TestRun, report: &[u8]) -> Option<
             "the test command exited {code}, but its report shows no failing test: the report is not the runner's account"
         )
     })
+}
+
+/// Why the test command's run leaves `tests_pass` nothing to trust: it was
+/// stopped, wrote no report, was killed after writing one, failed with a
+/// green report, or its baseline gave no report. The host-side property
+/// `test_command` is then an error.
+pub(super) fn complaint(
+    run: Option<&TestRun>,
+    junit: Option<&(StoredFile, Vec<u8>)>,
+    base_junit: Option<&(StoredFile, Vec<u8>)>,
+) -> Option<String> {
+    let run = run?;
+    match (&run.stopped, junit) {
+        (Some(why), _) => Some(format!(
+            "the test command was stopped ({why}) before it finished"
+        )),
+        (None, None) => Some(no_report(run)),
+        (None, Some(_)) if run.exit_code.is_none() => Some(
+            "the test command was killed by a signal before it exited: its report is not the runner's account".into(),
+        ),
+        (None, Some((_, bytes))) => failed_but_reported_green(run, bytes),
+    }
+    .or_else(|| {
+        // A baseline that was asked for and gave no report leaves
+        // `tests_pass` nothing to compare with: not a quiet pass (another
+        // run beside it could starve it on purpose).
+        let baseline = run.baseline.as_ref()?;
+        match (&baseline.stopped, base_junit) {
+            (Some(why), _) => Some(format!(
+                "the test command was stopped ({why}) on the base revision, so the tests that passed there are unknown; `--no-test-baseline` judges without them"
+            )),
+            (None, None) => Some(
+                "the test command wrote no report on the base revision, so the tests that passed there are unknown; `--no-test-baseline` judges without them".into(),
+            ),
+            (None, Some(_)) => None,
+        }
+    })
+}
+
+/// The host-side property `runner_integrity`, missing, when the run's
+/// results are not the runner's own account (`TestRun::subverted`).
+pub(super) fn runner_integrity(run: Option<&TestRun>) -> Option<PropertyResult> {
+    let run = run.filter(|r| !r.subverted.is_empty())?;
+    let mut result = super::property::host_result(super::RUNNER_INTEGRITY);
+    result.outcome = Outcome::Miss;
+    result.findings = run
+        .subverted
+        .iter()
+        .map(|why| Finding {
+            path: String::new(),
+            line: None,
+            message: format!("runner_subverted: {why}"),
+            frozen: false,
+        })
+        .collect();
+    Some(result)
 }
