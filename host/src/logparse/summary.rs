@@ -363,8 +363,13 @@ fn claimed_failures(line: &str) -> Option<(u64, bool)> {
             .and_then(|n| n.trim().parse().ok())?;
         return Some((n, true));
     }
-    if t == "FAIL" || t.strip_prefix("FAIL\t").is_some_and(|r| !r.is_empty()) {
+    // go: `FAIL\tpkg\t0.1s` for each failing package (summed), and a last
+    // bare `FAIL` for the run.
+    if t.strip_prefix("FAIL\t").is_some_and(|r| !r.is_empty()) {
         return Some((1, true));
+    }
+    if t == "FAIL" {
+        return Some((1, false));
     }
     if let Some(n) = t.strip_suffix(" failing")
         && let Ok(n) = n.parse::<u64>()
@@ -517,6 +522,10 @@ mod tests {
         assert!(report_disagreement(cargo, 3).is_none());
         assert!(report_disagreement("  3 passing\n  1 failing\n", 0).is_some());
         assert!(report_disagreement("FAIL\tgithub.com/x/y\t0.1s\n", 0).is_some());
+        // One failing test in one package: `FAIL pkg`, then `FAIL`.
+        let go = "--- FAIL: TestX (0.00s)\nFAIL\nFAIL\tgithub.com/x/y\t0.1s\nFAIL\n";
+        assert!(report_disagreement(go, 1).is_none());
+        assert!(report_disagreement(go, 0).is_some());
         assert!(report_disagreement("Tests:       1 failed, 2 passed, 3 total\n", 0).is_some());
         assert!(report_disagreement("no runner here\n", 0).is_none());
     }
