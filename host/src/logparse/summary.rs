@@ -74,8 +74,15 @@ type Pairs = Vec<(u64, String)>;
 pub(super) fn pytest_closing(line: &str) -> Option<Pairs> {
     let line = line.trim().trim_matches('=').trim();
     let (counts, time) = line.rsplit_once(" in ")?;
-    let secs = time.split_whitespace().next()?;
-    if !secs.ends_with('s') || secs[..secs.len() - 1].parse::<f64>().is_err() {
+    // `0.12s` (pytest 5 and later) or `0.12 seconds` (before).
+    let mut words = time.split_whitespace();
+    let secs = words.next()?;
+    let number = match secs.strip_suffix('s') {
+        Some(n) => n,
+        None if words.next() == Some("seconds") => secs,
+        None => return None,
+    };
+    if number.parse::<f64>().is_err() {
         return None;
     }
     if counts == "no tests ran" {
@@ -442,6 +449,13 @@ mod tests {
         assert_eq!(pytest_closing("2 passed in 0.01s").unwrap().len(), 1);
         assert_eq!(pytest_closing("=== no tests ran in 0.01s ===").unwrap(), []);
         assert!(pytest_closing("=== 2 passed in 1.00s (0:00:01) ===").is_some());
+        // pytest before 5.
+        assert_eq!(
+            pytest_closing("==== 1 failed, 2 passed in 0.12 seconds ====")
+                .unwrap()
+                .len(),
+            2
+        );
         assert!(pytest_closing("I got 2 passed in a row").is_none());
     }
 
