@@ -688,6 +688,17 @@ func (s *S) TestInSuite() {
         assert!(findings(&printed, &plain).is_empty());
     }
 
+    /// Each `(from, to)` edit of `BASE` has a finding holding `needle`.
+    #[track_caller]
+    fn found(edits: &[(&str, &str, &str)]) {
+        for (from, to, needle) in edits {
+            let patched = BASE.replace(from, to);
+            assert_ne!(patched, BASE, "{from}");
+            let f = findings(BASE, &patched);
+            assert!(f.iter().any(|m| m.contains(needle)), "{to}: {f:?}");
+        }
+    }
+
     #[test]
     fn removed_weakened_and_dead_checks_are_named() {
         let removed = BASE.replace(
@@ -700,77 +711,37 @@ func (s *S) TestInSuite() {
                 .any(|m| m.contains("`TestAdd`") && m.contains("was removed")),
             "{f:?}"
         );
-        let vacuous = BASE.replace(
-            "assert.Equal(t, 1, Sub(2, 1))",
-            "assert.NotNil(t, Sub(2, 1))",
-        );
-        assert!(
-            findings(BASE, &vacuous)
-                .iter()
-                .any(|m| m.contains("weaker"))
-        );
-        let weaker_if = BASE.replace(
-            "if got != 3 {\n\t\tt.Errorf(\"Add",
-            "if got < 0 {\n\t\tt.Errorf(\"Add",
-        );
-        assert!(
-            findings(BASE, &weaker_if)
-                .iter()
-                .any(|m| m.contains("`TestAdd`") && m.contains("weaker"))
-        );
-        let early = BASE.replace("\tgot := Add(1, 2)\n", "\tgot := Add(1, 2)\n\treturn\n");
-        assert!(
-            findings(BASE, &early)
-                .iter()
-                .any(|m| m.contains("can no longer fail"))
-        );
-        let skipped = BASE.replace(
-            "\tgot := Add(1, 2)\n",
-            "\tgot := Add(1, 2)\n\tt.SkipNow()\n",
-        );
-        assert!(
-            findings(BASE, &skipped)
-                .iter()
-                .any(|m| m.contains("can no longer fail"))
-        );
-        let never = BASE.replace(
-            "if Add(0, 1) != 1 {\n\t\t\tt.Fatal",
-            "if false {\n\t\t\tt.Fatal",
-        );
-        assert!(
-            findings(BASE, &never)
-                .iter()
-                .any(|m| m.contains("`TestSubtests`")),
-            "{:?}",
-            findings(BASE, &never)
-        );
-        let hollow = BASE.replace(
-            "\tif got != 3 {\n\t\tt.Errorf(\"got %d\", got)\n\t}\n",
-            "\t_ = got\n",
-        );
-        assert!(
-            findings(BASE, &hollow)
-                .iter()
-                .any(|m| m.contains("`TestHelper`")),
-            "{:?}",
-            findings(BASE, &hollow)
-        );
-        let renamed = BASE.replace("func TestSub(", "func testSub(");
-        assert!(
-            findings(BASE, &renamed)
-                .iter()
-                .any(|m| m.contains("`TestSub`"))
-        );
-        let closure = BASE.replace(
-            "\tassert.Equal(t, 1, Sub(2, 1))\n",
-            "\tcheck := func() { assert.Equal(t, 1, Sub(2, 1)) }\n\t_ = 1\n",
-        );
-        assert!(
-            findings(BASE, &closure)
-                .iter()
-                .any(|m| m.contains("can no longer fail")),
-            "{:?}",
-            findings(BASE, &closure)
-        );
+        let got = "\tgot := Add(1, 2)\n";
+        let dead = "can no longer fail";
+        found(&[
+            (
+                "assert.Equal(t, 1, Sub(2, 1))",
+                "assert.NotNil(t, Sub(2, 1))",
+                "weaker",
+            ),
+            (
+                "if got != 3 {\n\t\tt.Errorf(\"Add",
+                "if got < 0 {\n\t\tt.Errorf(\"Add",
+                "weaker",
+            ),
+            (got, "\tgot := Add(1, 2)\n\treturn\n", dead),
+            (got, "\tgot := Add(1, 2)\n\tt.SkipNow()\n", dead),
+            (
+                "if Add(0, 1) != 1 {\n\t\t\tt.Fatal",
+                "if false {\n\t\t\tt.Fatal",
+                "`TestSubtests`",
+            ),
+            (
+                "\tif got != 3 {\n\t\tt.Errorf(\"got %d\", got)\n\t}\n",
+                "\t_ = got\n",
+                "`TestHelper`",
+            ),
+            ("func TestSub(", "func testSub(", "`TestSub`"),
+            (
+                "\tassert.Equal(t, 1, Sub(2, 1))\n",
+                "\tcheck := func() { assert.Equal(t, 1, Sub(2, 1)) }\n\t_ = 1\n",
+                dead,
+            ),
+        ]);
     }
 }

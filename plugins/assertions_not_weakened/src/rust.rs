@@ -665,88 +665,58 @@ mod more {
         );
     }
 
+    /// Each `(from, to)` edit of `BASE` has a finding holding `needle`.
+    #[track_caller]
+    fn found(edits: &[(&str, &str, &str)]) {
+        for (from, to, needle) in edits {
+            let patched = BASE.replace(from, to);
+            assert_ne!(patched, BASE, "{from}");
+            let f = findings(BASE, &patched);
+            assert!(f.iter().any(|m| m.contains(needle)), "{to}: {f:?}");
+        }
+    }
+
     #[test]
     fn dead_assertions_deleted_tests_and_added_attributes_are_named() {
-        let early = BASE.replace(
-            "    let x = parse(\"a\");\n    assert_eq!(x, Some(1));",
-            "    let x = parse(\"a\");\n    return;\n    assert_eq!(x, Some(1));",
-        );
-        assert!(
-            findings(BASE, &early)
-                .iter()
-                .any(|m| m.contains("can no longer fail"))
-        );
-        let never = BASE.replace(
-            "    assert_eq!(x, Some(1));",
-            "    if false {\n        assert_eq!(x, Some(1));\n    }",
-        );
-        assert!(
-            findings(BASE, &never)
-                .iter()
-                .any(|m| m.contains("can no longer fail"))
-        );
-        let swallowed = BASE.replace(
-            "    assert_eq!(x, Some(1));",
-            "    let _ = std::panic::catch_unwind(|| {\n        assert_eq!(x, Some(1));\n    });",
-        );
-        assert!(
-            findings(BASE, &swallowed)
-                .iter()
-                .any(|m| m.contains("can no longer fail"))
-        );
-        let closure = BASE.replace(
-            "    assert_eq!(x, Some(1));",
-            "    let f = || assert_eq!(x, Some(1));",
-        );
-        assert!(
-            findings(BASE, &closure)
-                .iter()
-                .any(|m| m.contains("can no longer fail"))
-        );
-        let deleted = BASE.replace("#[test]\nfn parses()", "fn parses()");
-        assert!(
-            findings(BASE, &deleted)
-                .iter()
-                .any(|m| m.contains("no longer collected"))
-        );
-        let gone = BASE.replace("fn ordered()", "fn ordered_renamed()");
-        assert!(
-            findings(BASE, &gone)
-                .iter()
-                .any(|m| m.contains("`more::ordered`"))
-        );
-        let cfg = BASE.replace(
-            "#[test]\nfn parses()",
-            "#[test]\n#[cfg(any())]\nfn parses()",
-        );
-        assert!(findings(BASE, &cfg).iter().any(|m| m.contains("cfg")));
-        let panics = BASE.replace(
-            "#[test]\nfn parses()",
-            "#[test]\n#[should_panic]\nfn parses()",
-        );
-        assert!(
-            findings(BASE, &panics)
-                .iter()
-                .any(|m| m.contains("should_panic"))
-        );
-        let dropped = BASE.replace("#[should_panic(expected = \"empty\")]\n", "");
-        assert!(
-            findings(BASE, &dropped)
-                .iter()
-                .any(|m| m.contains("`empty_panics`"))
-        );
-        // The helper made empty: the test calling it lost its assertion.
-        let hollow = BASE.replace(
-            "    assert_eq!(parse(s), Some(1));\n",
-            "    let _ = parse(s);\n",
-        );
-        assert!(
-            findings(BASE, &hollow)
-                .iter()
-                .any(|m| m.contains("`helper`")),
-            "{:?}",
-            findings(BASE, &hollow)
-        );
+        let x = "    assert_eq!(x, Some(1));";
+        let dead = "can no longer fail";
+        found(&[
+            (x, "    return;\n    assert_eq!(x, Some(1));", dead),
+            (
+                x,
+                "    if false {\n        assert_eq!(x, Some(1));\n    }",
+                dead,
+            ),
+            (
+                x,
+                "    let _ = std::panic::catch_unwind(|| {\n        assert_eq!(x, Some(1));\n    });",
+                dead,
+            ),
+            (x, "    let f = || assert_eq!(x, Some(1));", dead),
+            ("#[test]\nfn parses()", "fn parses()", "no longer collected"),
+            ("fn ordered()", "fn ordered_renamed()", "`more::ordered`"),
+            (
+                "#[test]\nfn parses()",
+                "#[test]\n#[cfg(any())]\nfn parses()",
+                "cfg",
+            ),
+            (
+                "#[test]\nfn parses()",
+                "#[test]\n#[should_panic]\nfn parses()",
+                "should_panic",
+            ),
+            (
+                "#[should_panic(expected = \"empty\")]\n",
+                "",
+                "`empty_panics`",
+            ),
+            // The helper made empty: the test calling it lost its assertion.
+            (
+                "    assert_eq!(parse(s), Some(1));\n",
+                "    let _ = parse(s);\n",
+                "`helper`",
+            ),
+        ]);
     }
 
     /// The bypasses a hostile review found in the first version.
