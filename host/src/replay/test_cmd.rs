@@ -313,9 +313,6 @@ pub fn run_tests(
     let mut junit = read_report(&report)?;
     let mut log_parser = None;
     let mut subverted = Vec::new();
-    let mut output = ran.stdout.clone();
-    output.push(b'\n');
-    output.extend_from_slice(&ran.stderr);
     if let Some(parser) = test.log_parser {
         // With a log parser the log is the account: a report file is what
         // the code under test could write, so it is never read.
@@ -340,10 +337,13 @@ pub fn run_tests(
                 .iter()
                 .filter(|c| c.status == crate::junit::Status::Failed)
                 .count() as u64;
-            subverted.extend(crate::logparse::report_disagreement(
-                &String::from_utf8_lossy(&output),
-                failed,
-            ));
+            // Either stream may hold the runner's count.
+            let output = [
+                String::from_utf8_lossy(&ran.stdout),
+                String::from_utf8_lossy(&ran.stderr),
+            ]
+            .join("\n");
+            subverted.extend(crate::logparse::report_disagreement(&output, failed));
         }
     }
     let mut completion_ids = ran.completion_ids;
