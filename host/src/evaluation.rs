@@ -116,9 +116,9 @@ pub fn lock(
 
 /// Test directories at any depth, reset in every evaluation besides the
 /// configuration's globs: SWE-bench repositories keep tests and their data
-/// inside the package (`astropy/io/fits/tests/data/`, `testing/` in
-/// pytest's), where the default `tests/**` does not reach.
-pub const TEST_DIRS: &[&str] = &["**/tests/**", "**/test/**", "**/testing/**"];
+/// inside the package (`astropy/io/fits/tests/data/`), where the default
+/// `tests/**` does not reach. Not `testing/`: `numpy/testing/` is code.
+pub const TEST_DIRS: &[&str] = &["**/tests/**", "**/test/**"];
 
 /// The globs an evaluation resets: the configuration's and [`TEST_DIRS`].
 fn reset_globs(config: &[String]) -> Vec<String> {
@@ -136,21 +136,13 @@ pub fn under_test_globs<'a>(
     globs: &[String],
     changed: impl IntoIterator<Item = &'a String>,
 ) -> Result<Vec<String>> {
-    let mut set = globset::GlobSetBuilder::new();
-    for g in globs {
-        set.add(
-            globset::GlobBuilder::new(g)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| Error::Usage(format!("test glob `{g}` is not a glob: {e}")))?,
-        );
-    }
-    let set = set
-        .build()
-        .map_err(|e| Error::Usage(format!("the test globs do not build: {e}")))?;
+    let globs = globs
+        .iter()
+        .map(|g| crate::config::test_glob(g).map_err(Error::Usage))
+        .collect::<Result<Vec<_>>>()?;
     let mut out: Vec<String> = changed
         .into_iter()
-        .filter(|p| set.is_match(p.as_str()))
+        .filter(|p| globs.iter().any(|g| g.is_match(p.as_str())))
         .cloned()
         .collect();
     out.sort();

@@ -134,8 +134,7 @@ pub struct LockedEvaluation {
     /// Every path the patch touches, sorted.
     pub paths: Vec<String>,
     /// The configuration's test globs when the lock was taken, and test
-    /// directories at any depth (`**/tests/**`, `**/test/**`,
-    /// `**/testing/**`): in every
+    /// directories at any depth (`**/tests/**`, `**/test/**`): in every
     /// tree the test command runs in, each path under them that the
     /// agent's patch changed is reset to the base revision before the
     /// evaluator's patch is applied, so the evaluator's tests run against
