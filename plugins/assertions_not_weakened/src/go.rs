@@ -564,12 +564,7 @@ mod tests {
     use super::*;
 
     fn findings(before: &str, after: &str) -> Vec<String> {
-        let b = parse(before).unwrap();
-        let a = parse(after).unwrap();
-        crate::units::judge(&b, &a)
-            .into_iter()
-            .map(|(_, m)| m)
-            .collect()
+        crate::units::findings_of(parse, before, after)
     }
 
     const BASE: &str = r#"package calc
@@ -691,12 +686,7 @@ func (s *S) TestInSuite() {
     /// Each `(from, to)` edit of `BASE` has a finding holding `needle`.
     #[track_caller]
     fn found(edits: &[(&str, &str, &str)]) {
-        for (from, to, needle) in edits {
-            let patched = BASE.replace(from, to);
-            assert_ne!(patched, BASE, "{from}");
-            let f = findings(BASE, &patched);
-            assert!(f.iter().any(|m| m.contains(needle)), "{to}: {f:?}");
-        }
+        crate::units::edits_found(parse, BASE, edits)
     }
 
     #[test]

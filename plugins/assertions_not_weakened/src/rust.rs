@@ -584,12 +584,7 @@ mod tests {
     use super::*;
 
     fn findings(before: &str, after: &str) -> Vec<String> {
-        let b = parse("tests/it.rs", before).unwrap();
-        let a = parse("tests/it.rs", after).unwrap();
-        crate::units::judge(&b, &a)
-            .into_iter()
-            .map(|(_, m)| m)
-            .collect()
+        crate::units::findings_of(|s| parse("tests/it.rs", s), before, after)
     }
 
     const BASE: &str = r#"
@@ -668,12 +663,7 @@ mod more {
     /// Each `(from, to)` edit of `BASE` has a finding holding `needle`.
     #[track_caller]
     fn found(edits: &[(&str, &str, &str)]) {
-        for (from, to, needle) in edits {
-            let patched = BASE.replace(from, to);
-            assert_ne!(patched, BASE, "{from}");
-            let f = findings(BASE, &patched);
-            assert!(f.iter().any(|m| m.contains(needle)), "{to}: {f:?}");
-        }
+        crate::units::edits_found(|s| parse("tests/it.rs", s), BASE, edits)
     }
 
     #[test]

@@ -328,6 +328,35 @@ fn compare(b: &Unit, p: &Unit) -> Vec<Found> {
     found
 }
 
+/// Test support: the findings' messages of `after` against `before`, both
+/// read by `parse`.
+#[cfg(test)]
+pub fn findings_of(
+    parse: impl Fn(&str) -> Result<Parsed, String>,
+    before: &str,
+    after: &str,
+) -> Vec<String> {
+    let (b, a) = (parse(before).unwrap(), parse(after).unwrap());
+    judge(&b, &a).into_iter().map(|(_, m)| m).collect()
+}
+
+/// Test support: each `(from, to, needle)` edit of `base` has a finding
+/// holding `needle`.
+#[cfg(test)]
+#[track_caller]
+pub fn edits_found(
+    parse: impl Fn(&str) -> Result<Parsed, String> + Copy,
+    base: &str,
+    edits: &[(&str, &str, &str)],
+) {
+    for (from, to, needle) in edits {
+        let patched = base.replace(from, to);
+        assert_ne!(patched, base, "{from}");
+        let f = findings_of(parse, base, &patched);
+        assert!(f.iter().any(|m| m.contains(needle)), "{to}: {f:?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
